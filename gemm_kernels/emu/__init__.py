@@ -1,0 +1,6 @@
+"""The Blackwell emulator: runs a chapter's kernel source, unchanged, on the CPU.
+
+``run(kernel, grid, block, args, ...)`` is the entry point; see ``launch.run``."""
+from .errors import *  # noqa: F401,F403
+from .launch import run  # noqa: F401
+from .tma import TensorMapModel  # noqa: F401

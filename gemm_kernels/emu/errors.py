@@ -1,0 +1,73 @@
+"""The emulator's diagnostics: one exception type per class of bug, each with a message a learner
+can act on. On a B200 each of these is a silent wrong answer, a hang, or an "unspecified launch
+failure"; here each names the CTA, warp, thread, barrier or buffer, and the phase or byte range."""
+
+
+class EmulatorError(Exception):
+    """Base class of every diagnostic the emulator raises."""
+
+
+class Deadlock(EmulatorError):
+    """Every live thread is blocked and no queued asynchronous work can complete."""
+
+
+class StalePhaseWait(EmulatorError):
+    """An mbarrier parity wait succeeded on a phase this thread had already consumed: the phase bit
+    was not flipped (or was reset) and the wait released early."""
+
+
+class ParityOutOfRange(EmulatorError):
+    """A wait named a phase that is neither the current phase nor the one just before it."""
+
+
+class ArrivalMismatch(EmulatorError):
+    """More arrivals, or arrivals of a different count, than the barrier was initialised with."""
+
+
+class ExpectTxMismatch(EmulatorError):
+    """The bytes that arrived on an mbarrier differ from the bytes announced with expect_tx."""
+
+
+class SharedMemoryHazard(EmulatorError):
+    """Shared memory read by an in-flight asynchronous operation (MMA, TMA store) was written
+    before that operation completed."""
+
+
+class MissingProxyFence(EmulatorError):
+    """Bytes written by ordinary (generic-proxy) stores were read by TMA or the tensor core
+    without fence.proxy.async by the writing thread."""
+
+
+class TmemHazard(EmulatorError):
+    """TMEM columns were read while an MMA still writes them, or written while a tcgen05.ld of
+    them is outstanding."""
+
+
+class TmemLifecycleError(EmulatorError):
+    """TMEM alloc/dealloc by the wrong warp, partial warp, leak, missing relinquish, double free,
+    or a CTA-pair dealloc while the peer is still working."""
+
+
+class LaneQuarterViolation(EmulatorError):
+    """A warp's tcgen05.ld/st touched TMEM lanes outside its lane quarter (32*(warp%4) ...)."""
+
+
+class DivergentCollective(EmulatorError):
+    """A .sync.aligned warp collective (elect.sync, tcgen05.alloc/ld, ...) was reached by only part
+    of a warp, by lanes at different operations, or with operands that differ between lanes."""
+
+
+class NamedBarrierMismatch(EmulatorError):
+    """One named-barrier ID used with different thread counts in the same generation."""
+
+
+class CtaGroupMix(EmulatorError):
+    """A kernel mixed tcgen05 operations of .cta_group::1 and .cta_group::2."""
+
+
+class DescriptorError(EmulatorError):
+    """A matrix or instruction descriptor decodes to something the hardware rejects."""
+
+
+class MemoryFault(EmulatorError):
+    """An address outside shared memory, TMEM, or a tensor map's bounds where that is illegal."""

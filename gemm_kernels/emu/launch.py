@@ -1,0 +1,126 @@
+"""``run``: one kernel launch on the emulator."""
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+
+from ..trace import Trace
+from . import context
+from .errors import CtaGroupMix, EmulatorError
+from .machine import Cluster, _ranges
+from .rebind import kernel_function
+from .scheduler import Scheduler
+
+
+def _dim3(v):
+    if isinstance(v, int):
+        return (v, 1, 1)
+    v = tuple(int(x) for x in v)
+    return v + (1,) * (3 - len(v))
+
+
+class Launch:
+    def __init__(self, grid, block, cluster, shared_bytes, policy, seed, trace, names):
+        self.grid = _dim3(grid)
+        self.block = _dim3(block)
+        self.cluster_dims = _dim3(cluster)
+        self.shared_bytes = int(shared_bytes)
+        self.policy = policy
+        self.seed = seed
+        self.trace = Trace() if trace else None
+        self.names = names or []
+        self.scheduler = None
+        self.tensor_maps = {}
+        self.cta_group = None  # 1 or 2 once a tcgen05 op ran
+        self.multi_cta = self.grid[0] * self.grid[1] * self.grid[2] > 1
+        for g, c in zip(self.grid, self.cluster_dims):
+            if g % c:
+                raise ValueError(f"grid {self.grid} is not a multiple of the cluster shape {self.cluster_dims}")
+        nthreads = self.block[0] * self.block[1] * self.block[2]
+        if not 1 <= nthreads <= 1024:
+            raise ValueError(f"block of {nthreads} threads: CUDA allows 1..1024")
+        if self.shared_bytes > 232448:
+            raise ValueError(f"{self.shared_bytes} bytes of dynamic shared memory exceed the B200's 232448 B per CTA")
+
+    def use_cta_group(self, group, what, thread):
+        if self.cta_group is None:
+            self.cta_group = group
+        elif self.cta_group != group:
+            raise CtaGroupMix(f"{thread} executed {what} with .cta_group::{group}, but this kernel already used "
+                              f".cta_group::{self.cta_group}: all tcgen05 instructions of a kernel must use the same "
+                              f"cta_group (ptxas rejects the mix)")
+
+    def clusters(self):
+        gx, gy, gz = self.grid
+        cx, cy, cz = self.cluster_dims
+        index = 0
+        for z0, y0, x0 in itertools.product(range(0, gz, cz), range(0, gy, cy), range(0, gx, cx)):
+            blocks = [(x0 + x, y0 + y, z0 + z)
+                      for z, y, x in itertools.product(range(cz), range(cy), range(cx))]
+            yield index, blocks
+            index += 1
+
+    def deadlock_report(self, cluster):
+        lines = [f"deadlock in cluster {cluster.index}: every live thread is blocked and no queued "
+                 f"asynchronous operation can complete."]
+        groups = defaultdict(list)
+        for cta in cluster.ctas:
+            for t in cta.threads:
+                if t.exited:
+                    continue
+                desc = t.blocked_on[1]() if t.blocked_on else "runnable (?)"
+                groups[(cta.rank_text(), desc)].append(t.tid)
+        for (cta, desc), tids in groups.items():
+            lines.append(f"  CTA {cta}: threads {_ranges(tids)} (warps {_ranges({t // 32 for t in tids})}) wait {desc}")
+        exited = [(cta.rank_text(), [t.tid for t in cta.threads if t.exited]) for cta in cluster.ctas]
+        for cta, tids in exited:
+            if tids:
+                lines.append(f"  CTA {cta}: threads {_ranges(tids)} have exited")
+        pend = self.scheduler.pending
+        if pend:
+            lines.append("  queued asynchronous work that cannot start (it waits on earlier work):")
+            for op in pend[:8]:
+                lines.append(f"    {op.description}")
+        else:
+            lines.append("  no asynchronous work is in flight: nothing will ever arrive on these barriers.")
+        return "\n".join(lines)
+
+
+def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy="lazy", seed=0,
+        trace=False, names=None, tensor_maps=None):
+    """Run ``kernel`` (a ``numba.cuda.jit`` kernel or its Python function) on the emulator.
+
+    ``args`` are numpy arrays (global memory) and integers, as the kernel receives them.
+    ``names``: [(name, offset from the dynamic shared-memory base, size)] used in reports.
+    ``tensor_maps``: {address: TensorMapModel} for kernels that take tensor-map addresses.
+    Returns the Launch (``.trace`` holds the events when ``trace=True``).
+    """
+    launch = Launch(grid, block, cluster, shared_bytes, policy, seed, trace, names)
+    if tensor_maps:
+        launch.tensor_maps.update(tensor_maps)
+    fn = kernel_function(kernel)
+    nthreads = launch.block[0] * launch.block[1] * launch.block[2]
+    previous = context.current_launch()
+    context.set_launch(launch)
+    try:
+        for index, blocks in launch.clusters():
+            sched = Scheduler(policy, seed + index)
+            launch.scheduler = sched
+            cl = Cluster(launch, index, blocks, nthreads, launch.shared_bytes)
+            for cta in cl.ctas:
+                cta.smem.dynamic_base = 0x400
+                cta.smem.static_next = 0x400 + launch.shared_bytes
+                for name, off, size in launch.names:
+                    cta.smem.names[0x400 + off] = (name, size)
+                for t in cta.threads:
+                    sched.spawn(t, lambda: fn(*args))
+            try:
+                sched.run(lambda: launch.deadlock_report(cl))
+            except EmulatorError:
+                raise
+            for cta in cl.ctas:
+                cta.finish_checks()
+    finally:
+        context.set_launch(previous)
+        launch.scheduler = None
+    return launch

@@ -1,0 +1,98 @@
+"""The mbarrier, as PTX ISA 9.7.13.15 specifies it.
+
+State: the number of completed phases, pending and expected arrivals, and the transaction count.
+A phase completes when its pending arrivals reach zero and its tx-count is zero. A parity wait
+succeeds iff the named phase has completed; the hardware can tell only the current phase (not yet
+complete) from the one just before it, so a wait with the parity of the current phase blocks and a
+wait with the other parity passes at once.
+
+What the emulator adds: it remembers which phase each thread last consumed, so a wait that
+passes on a phase the same thread already consumed (a phase bit that was not flipped, or was
+reset between persistent tiles) is reported as ``StalePhaseWait`` instead of releasing early.
+"""
+from __future__ import annotations
+
+from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait
+from .scheduler import Waitable
+
+MAX_COUNT = (1 << 20) - 1
+
+
+class MBarrier(Waitable):
+    def __init__(self, scheduler, cta, offset, count, name, init_by):
+        super().__init__(scheduler)
+        if not 1 <= count <= MAX_COUNT:
+            raise ArrivalMismatch(f"mbarrier {name}: init count {count} outside [1, 2^20-1]")
+        self.cta = cta
+        self.offset = offset
+        self.name = name
+        self.expected = count
+        self.pending = count
+        self.tx = 0
+        self.completed = 0  # number of completed phases; the current phase has parity completed & 1
+        self.arrived_by = []  # threads that arrived in the current phase (for deadlock reports)
+        self.phase_time = 0.0  # virtual time of the latest arrival / byte in the current phase
+        self.completion_time = {}  # phase index -> virtual time it completed
+        self.consumed = {}  # thread key -> last phase index that thread's wait consumed
+        self.init_by = init_by
+        self.valid = True
+
+    # -- state changes -----------------------------------------------------------------------
+    def arrive(self, thread, count=1, at=0.0):
+        self.pending -= count
+        if self.pending < 0:
+            raise ArrivalMismatch(
+                f"mbarrier {self.name} (phase {self.completed}): {self.expected - self.pending} "
+                f"arrivals for an expected count of {self.expected}; last by {thread}")
+        self.arrived_by.append(thread)
+        self.phase_time = max(self.phase_time, at)
+        self._maybe_complete()
+
+    def expect_tx(self, nbytes, at=0.0):
+        self.tx += nbytes
+        self.phase_time = max(self.phase_time, at)
+
+    def complete_tx(self, nbytes, source, at=0.0):
+        self.tx -= nbytes
+        self.phase_time = max(self.phase_time, at)
+        if self.tx < 0 and self.pending == 0:
+            raise ExpectTxMismatch(
+                f"mbarrier {self.name} (phase {self.completed}): {source} delivered {nbytes} bytes but "
+                f"only {nbytes + self.tx} were still expected; expect_tx announced too few bytes "
+                f"(or a copy was signalled on the wrong barrier)")
+        self._maybe_complete()
+
+    def _maybe_complete(self):
+        if self.pending == 0 and self.tx == 0:
+            self.completion_time[self.completed] = self.phase_time
+            self.completion_time.pop(self.completed - 3, None)
+            self.completed += 1
+            self.pending = self.expected
+            self.arrived_by = []
+            self.notify()
+
+    # -- waits --------------------------------------------------------------------------------
+    def phase_done(self, parity):
+        """What try_wait.parity returns: the named phase is the current one (false) or the one
+        before it (true)."""
+        return (parity & 1) != (self.completed & 1)
+
+    def consume(self, thread, parity):
+        """Book-keeping after a successful wait; raises on a stale phase."""
+        phase = self.completed - 1  # the phase the hardware just reported complete (-1: before init)
+        key = thread.key
+        last = self.consumed.get(key)
+        if phase >= 0 and last is not None and last >= phase:
+            raise StalePhaseWait(
+                f"{thread} waited on mbarrier {self.name} with parity {parity}; the barrier's last "
+                f"completed phase is {phase} (parity {phase & 1}), which this thread had already "
+                f"consumed, so the wait released at once instead of waiting for phase {phase + 1}. "
+                f"Flip the phase bit after every completion you consume (and carry it across "
+                f"persistent tiles instead of resetting it).")
+        self.consumed[key] = phase
+        return self.completion_time.get(phase, 0.0)
+
+    def describe(self):
+        return (f"mbarrier {self.name} [CTA {self.cta.rank_text()} smem 0x{self.offset:x}]: phase "
+                f"{self.completed} (parity {self.completed & 1}) has {self.expected - self.pending} of "
+                f"{self.expected} arrivals, tx-count {self.tx}")

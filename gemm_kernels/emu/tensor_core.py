@@ -1,0 +1,209 @@
+"""The tensor core: tcgen05.mma kind::f16 read bit by bit from its descriptors, and commit.
+
+An MMA reads A and B from shared memory when it executes, not when it is issued, exactly as the
+hardware may; so a buffer overwritten too early gives a wrong answer here too, and is reported.
+Products of fp16 (or bf16) inputs are formed exactly in fp32 and summed in fp32 (numpy float32
+matmul); the hardware's internal summation order differs, so results agree to fp32 rounding.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import costmodel
+from .errors import DescriptorError, MemoryFault, SharedMemoryHazard, TmemHazard
+from .scheduler import AsyncOp
+from .tma import swizzle_offsets
+
+_SWIZZLE_CODES = {0: "none", 2: "128B", 4: "64B", 6: "32B"}
+_ROW_BYTES = {"128B": 128, "64B": 64, "32B": 32}
+
+
+def decode_instr_desc(idesc):
+    idesc = int(idesc)
+    d = {
+        "sparse": (idesc >> 2) & 1, "d_fmt": (idesc >> 4) & 3, "a_fmt": (idesc >> 7) & 7,
+        "b_fmt": (idesc >> 10) & 7, "neg_a": (idesc >> 13) & 1, "neg_b": (idesc >> 14) & 1,
+        "a_mn": (idesc >> 15) & 1, "b_mn": (idesc >> 16) & 1,
+        "n": ((idesc >> 17) & 0x3F) << 3, "m": ((idesc >> 24) & 0x1F) << 4,
+    }
+    return d
+
+
+def check_instr_desc(d, cta_group):
+    where = f"instruction descriptor (M={d['m']}, N={d['n']}, cta_group::{cta_group})"
+    if d["sparse"]:
+        raise DescriptorError(f"{where}: sparsity bit set; the kernels use dense MMAs")
+    if d["d_fmt"] not in (0, 1):
+        raise DescriptorError(f"{where}: D format {d['d_fmt']} is not F16 (0) or F32 (1) for kind::f16")
+    if d["a_fmt"] not in (0, 1) or d["b_fmt"] not in (0, 1):
+        raise DescriptorError(f"{where}: A/B formats {d['a_fmt']}/{d['b_fmt']} are not F16 (0) or BF16 (1)")
+    if d["a_mn"] or d["b_mn"]:
+        raise DescriptorError(f"{where}: MN-major operands are valid PTX but the emulator models K-major only")
+    m, n = d["m"], d["n"]
+    if cta_group == 1:
+        if m not in (64, 128) or not 8 <= n <= 256 or n % 8:
+            raise DescriptorError(f"{where}: cta_group::1 kind::f16 needs M in {{64, 128}} and N a multiple of 8 "
+                                  f"in [8, 256]")
+        if m == 64:
+            raise DescriptorError(f"{where}: M=64 is valid PTX but its TMEM layout is not modelled")
+    else:
+        if m not in (128, 256) or not 16 <= n <= 256 or n % 16:
+            raise DescriptorError(f"{where}: cta_group::2 kind::f16 needs M in {{128, 256}} and N a multiple of "
+                                  f"16 in [16, 256]")
+        if m == 128:
+            raise DescriptorError(f"{where}: cta_group::2 with M=128 is valid PTX but its layout is not modelled")
+
+
+def decode_smem_desc(desc):
+    desc = int(desc)
+    return {
+        "start": (desc & 0x3FFF) << 4, "lbo": ((desc >> 16) & 0x3FFF) << 4, "sbo": ((desc >> 32) & 0x3FFF) << 4,
+        "fixed": (desc >> 46) & 7, "base_offset": (desc >> 49) & 7, "lbo_mode": (desc >> 52) & 1,
+        "swizzle_code": (desc >> 61) & 7,
+    }
+
+
+def operand_addresses(desc, rows, which):
+    """Shared byte addresses of a rows x 16 fp16 K-major operand described by ``desc``:
+    an int array of shape (rows, 16) holding the address of each element's first byte."""
+    d = decode_smem_desc(desc)
+    if d["fixed"] != 1:
+        raise DescriptorError(f"{which} descriptor 0x{int(desc):016x}: bits 46-48 must be 0b001 on sm_100 "
+                              f"(found {d['fixed']:#05b}); an sm_90 wgmma descriptor lacks this bit")
+    if d["lbo_mode"]:
+        raise DescriptorError(f"{which} descriptor: LBO mode 1 (absolute) is sm_103a-only")
+    code = d["swizzle_code"]
+    if code not in _SWIZZLE_CODES:
+        raise DescriptorError(f"{which} descriptor: swizzle code {code} is "
+                              f"{'128B_BASE32B (not modelled)' if code == 1 else 'invalid'}")
+    if d["base_offset"]:
+        raise DescriptorError(f"{which} descriptor: base offset {d['base_offset']} != 0 is not modelled; align "
+                              f"tiles to the swizzle repeat")
+    mode = _SWIZZLE_CODES[code]
+    r = np.arange(rows)[:, None]
+    k = np.arange(16)[None, :]
+    if mode == "none":
+        addr = d["start"] + (r // 8) * d["sbo"] + (k // 8) * d["lbo"] + (r % 8) * 16 + (k % 8) * 2
+    else:
+        addr = d["start"] + (r // 8) * d["sbo"] + (r % 8) * _ROW_BYTES[mode] + k * 2
+        addr = swizzle_offsets(addr, mode)
+    return addr, mode
+
+
+def _as_float(raw_u16, fmt):
+    if fmt == 0:
+        return raw_u16.view(np.float16).astype(np.float32)
+    return (raw_u16.astype(np.uint32) << 16).view(np.float32)
+
+
+class Mma(AsyncOp):
+    unit = "tensor core"
+
+    def __init__(self, thread, ctas, d_tmem, a_desc, b_desc, idesc, accumulate, cta_group):
+        self.cta_group = cta_group
+        d = decode_instr_desc(idesc)
+        check_instr_desc(d, cta_group)
+        self.fmt = d
+        self.m, self.n = d["m"], d["n"]
+        self.ctas = ctas  # [leader] or [even, odd]
+        rows_a = self.m // len(ctas)
+        rows_b = self.n // len(ctas)
+        self.a_addr, _ = operand_addresses(a_desc, rows_a, "A")
+        self.b_addr, _ = operand_addresses(b_desc, rows_b, "B")
+        self.d_lane = (int(d_tmem) >> 16) & 0xFFFF
+        self.d_col = int(d_tmem) & 0xFFFF
+        self.accumulate = bool(accumulate)
+        super().__init__(thread, f"MMA M={self.m} N={self.n} K=16 into TMEM columns {self.d_col}..{self.d_col + self.n - 1} "
+                                 f"(cta_group::{cta_group}, issued by {thread})")
+        if self.d_lane:
+            raise MemoryFault(f"{self.description}: D address has lane {self.d_lane}; an M={self.m} accumulator starts "
+                              f"at lane 0")
+        self.ranges = []
+        for cta in ctas:
+            for col in range(self.d_col, self.d_col + self.n, 32):
+                if cta.tmem.owner[col // 32] is None:
+                    raise MemoryFault(f"{self.description}: TMEM column {col} of CTA {cta.rank_text()} is not allocated")
+            for warp in cta.warps:
+                for (l0, l1, c0, c1) in warp.outstanding_ld:
+                    if c0 < self.d_col + self.n and self.d_col < c1:
+                        raise TmemHazard(
+                            f"{thread} issued an MMA into TMEM columns {self.d_col}..{self.d_col + self.n - 1} of CTA "
+                            f"{cta.rank_text()} while {warp} has a tcgen05.ld of columns {c0}..{c1 - 1} outstanding "
+                            f"(no tcgen05.wait::ld yet). The writeback must finish reading (wait::ld, then signal) "
+                            f"before the next MMA overwrites the accumulator.")
+            smem = cta.smem
+            a_lo, a_hi = int(self.a_addr.min()), int(self.a_addr.max()) + 2
+            b_lo, b_hi = int(self.b_addr.min()), int(self.b_addr.max()) + 2
+            for lo, hi, name in ((a_lo, a_hi, "A"), (b_lo, b_hi, "B")):
+                smem.check(lo, hi - lo, f"MMA operand {name}")
+                smem.check_fenced(lo, hi, f"the MMA issued by {thread} (operand {name})")
+                for w in cta.smem_writers:
+                    if w.lo < hi and lo < w.hi:
+                        raise SharedMemoryHazard(
+                            f"{thread} issued an MMA reading operand {name} at {smem.name_of(lo)} of CTA {cta.rank_text()} "
+                            f"while {w.description} is still writing it. Wait on the stage's TMA barrier first.")
+                self.ranges.append((cta, lo, hi))
+        self.lo = min(r[1] for r in self.ranges)
+        self.hi = max(r[2] for r in self.ranges)
+        self.snapshots = [(cta, cta.smem.buffer[self.a_addr].copy(), cta.smem.buffer[self.b_addr].copy())
+                          for cta in ctas]
+        for cta in ctas:
+            cta.smem_readers.append(self)
+            cta.pending_mma_writes.append(self)
+        leader = thread.cta
+        self.start = max(thread.clock, getattr(leader, "tc_busy_until", 0.0))
+        self.end = self.start + costmodel.mma_cycles(self.m, self.n, 16)
+        leader.tc_busy_until = self.end
+        thread.unretired_mma.append(self)
+        tr = thread.launch.trace
+        if tr is not None:
+            tr.add(lane=f"CTA {leader.linear} tensor core" if thread.launch.multi_cta else "tensor core", op="mma",
+                   start=costmodel.cycles_to_ns(self.start), end=costmodel.cycles_to_ns(self.end), cta=leader.linear,
+                   flops=2 * self.m * self.n * 16)
+
+    def execute(self):
+        a_parts, b_parts = [], []
+        for cta, a_snap, b_snap in self.snapshots:
+            buf = cta.smem.buffer
+            a_now, b_now = buf[self.a_addr], buf[self.b_addr]
+            if not (np.array_equal(a_now, a_snap) and np.array_equal(b_now, b_snap)):
+                raise SharedMemoryHazard(
+                    f"{self.description}: its operands in CTA {cta.rank_text()} shared memory (at "
+                    f"{cta.smem.name_of(self.lo)}) changed between issue and execution. Something overwrote the "
+                    f"buffer before the MMA completed: wait for the commit's barrier before reusing it.")
+            raw_a = np.stack([buf[self.a_addr], buf[self.a_addr + 1]], axis=-1).view(np.uint16)[..., 0]
+            raw_b = np.stack([buf[self.b_addr], buf[self.b_addr + 1]], axis=-1).view(np.uint16)[..., 0]
+            a_parts.append(_as_float(raw_a, self.fmt["a_fmt"]))
+            b_parts.append(_as_float(raw_b, self.fmt["b_fmt"]))
+        a = np.concatenate(a_parts, axis=0)
+        b = np.concatenate(b_parts, axis=0)
+        prod = a @ b.T  # (M, N) in float32
+        rows = self.m // len(self.ctas)
+        for i, cta in enumerate(self.ctas):
+            block = prod[i * rows:(i + 1) * rows]
+            cells = cta.tmem.cells[0:rows, self.d_col:self.d_col + self.n]
+            if self.accumulate:
+                block = cells + block
+            if self.fmt["d_fmt"] == 0:
+                block = block.astype(np.float16).astype(np.float32)
+            cells[...] = block
+            cta.smem_readers.remove(self)
+            cta.pending_mma_writes.remove(self)
+
+
+class Commit(AsyncOp):
+    unit = "tensor core"
+
+    def __init__(self, thread, bars, after):
+        names = ", ".join(b.name for b in bars)
+        super().__init__(thread, f"tcgen05.commit -> {names} (after {len(after)} MMA(s) of {thread})")
+        self.bars = bars
+        self.after = after
+        self.at = max([thread.clock] + [m.end for m in after])
+
+    def ready(self):
+        return all(m.done for m in self.after)
+
+    def execute(self):
+        for bar in self.bars:
+            bar.arrive(self.issuer, 1, at=self.at)

@@ -1,0 +1,150 @@
+"""The TMA engine: a model of a 2D tiled tensor map, tiled loads into (cluster) shared memory that
+complete transaction bytes on an mbarrier, and tiled stores in bulk groups."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import costmodel
+from .errors import MemoryFault, SharedMemoryHazard
+from .scheduler import AsyncOp, Waitable
+
+SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
+
+
+def swizzle_offsets(addr, mode):
+    """Apply a TMA/UMMA swizzle to absolute shared-memory byte addresses (numpy int array).
+
+    128B: XOR bits [6:4] with [9:7]; 64B: bits [5:4] with [8:7]; 32B: bit 4 with bit 7 (CuTe's
+    Swizzle<3,4,3>, <2,4,3>, <1,4,3>; PTX ISA 5.5.7). The pattern is anchored at absolute
+    addresses, which is why tiles are aligned to the pattern's repeat (1024/512/256 B)."""
+    if mode == "none":
+        return addr
+    bits = {"128B": 7, "64B": 3, "32B": 1}[mode]
+    return addr ^ (((addr >> 7) & bits) << 4)
+
+
+class TensorMapModel:
+    """What the emulator knows of a CUtensorMap: the global array, the box, the swizzle."""
+
+    def __init__(self, array, box_rows, box_cols, swizzle="128B", name="tensor map"):
+        if array.ndim != 2:
+            raise ValueError("a 2D tensor map needs a 2D array")
+        self.array = array
+        self.box = (int(box_rows), int(box_cols))
+        self.swizzle = swizzle
+        self.name = name
+        self.elem = array.dtype.itemsize
+        row_bytes = self.box[1] * self.elem
+        if swizzle != "none" and row_bytes > SWIZZLE_BYTES[swizzle]:
+            raise ValueError(f"{name}: box rows of {row_bytes} B exceed the {swizzle} swizzle span")
+        if array.strides[0] % 16:
+            raise ValueError(f"{name}: row stride {array.strides[0]} B is not a multiple of 16")
+        self.box_bytes = self.box[0] * row_bytes
+        r = np.arange(self.box[0])[:, None]
+        c = np.arange(row_bytes)[None, :]
+        self._lin = (r * row_bytes + c).ravel()  # byte offset of each box byte before swizzling
+
+    def smem_addresses(self, dst):
+        return swizzle_offsets(dst + self._lin, self.swizzle)
+
+    def read_box(self, c0, c1):
+        """The box at column c0, row c1 as bytes; out-of-bounds elements read as zero."""
+        rows, cols = self.box
+        out = np.zeros((rows, cols), dtype=self.array.dtype)
+        R, C = self.array.shape
+        r0, r1 = max(c1, 0), min(c1 + rows, R)
+        k0, k1 = max(c0, 0), min(c0 + cols, C)
+        if r0 < r1 and k0 < k1:
+            out[r0 - c1:r1 - c1, k0 - c0:k1 - c0] = self.array[r0:r1, k0:k1]
+        return out.view(np.uint8).ravel()
+
+    def write_box(self, c0, c1, data):
+        rows, cols = self.box
+        box = data.view(self.array.dtype).reshape(rows, cols)
+        R, C = self.array.shape
+        r0, r1 = max(c1, 0), min(c1 + rows, R)
+        k0, k1 = max(c0, 0), min(c0 + cols, C)
+        if r0 < r1 and k0 < k1:
+            self.array[r0:r1, k0:k1] = box[r0 - c1:r1 - c1, k0 - c0:k1 - c0]
+
+
+def tensor_map(thread, address):
+    tm = thread.launch.tensor_maps.get(int(address))
+    if tm is None:
+        raise MemoryFault(f"{thread}: 0x{int(address):x} is not the address of a tensor map of this launch")
+    return tm
+
+
+def _engine_time(cta, issue_clock, nbytes):
+    start = max(issue_clock + costmodel.TMA_LATENCY_CYCLES, getattr(cta, "tma_busy_until", 0.0))
+    end = start + costmodel.tma_cycles(nbytes)
+    cta.tma_busy_until = end
+    return start, end
+
+
+class TmaLoad(AsyncOp):
+    unit = "TMA"
+
+    def __init__(self, thread, tmap, dst_cta, dst_off, c0, c1, bar, label):
+        super().__init__(thread, f"TMA load {tmap.name} box at (col {c0}, row {c1}) -> CTA {dst_cta.rank_text()} "
+                                 f"{dst_cta.smem.name_of(dst_off)} signalling {bar.name} (issued by {thread})")
+        self.tmap, self.cta, self.off, self.c0, self.c1, self.bar = tmap, dst_cta, dst_off, c0, c1, bar
+        self.addrs = tmap.smem_addresses(dst_off)
+        self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + 1
+        dst_cta.smem.check(self.lo, self.hi - self.lo, "TMA load destination")
+        self.start, self.end = _engine_time(thread.cta, thread.clock, tmap.box_bytes)
+        for other in list(dst_cta.smem_readers):
+            if other.lo < self.hi and self.lo < other.hi:
+                raise SharedMemoryHazard(
+                    f"{thread} issued a TMA load into {dst_cta.smem.name_of(self.lo)} (bytes 0x{self.lo:x}-0x{self.hi:x}) "
+                    f"of CTA {dst_cta.rank_text()} while {other.description} still reads those bytes. Wait for the "
+                    f"barrier that the MMA's commit signals (the stage's 'empty' barrier) before reusing the buffer.")
+        dst_cta.smem_writers.append(self)
+        thread.event(thread.warp_role(), "tma.issue", thread.clock, thread.clock + 1, barrier=bar.name,
+                     nbytes=tmap.box_bytes)
+        if thread.launch.trace is not None:
+            thread.launch.trace.add(lane=f"CTA {thread.cta.linear} TMA" if thread.launch.multi_cta else "TMA unit",
+                                    op="tma.load", start=costmodel.cycles_to_ns(self.start),
+                                    end=costmodel.cycles_to_ns(self.end), cta=thread.cta.linear,
+                                    barrier=bar.name, nbytes=tmap.box_bytes, detail=label)
+
+    def execute(self):
+        data = self.tmap.read_box(self.c0, self.c1)
+        self.cta.smem.async_write_scatter(self.addrs, data)
+        self.cta.smem_writers.remove(self)
+        self.bar.complete_tx(self.tmap.box_bytes, f"TMA load of {self.tmap.name}", at=self.end)
+
+
+class TmaStore(AsyncOp):
+    unit = "TMA"
+
+    def __init__(self, thread, tmap, src_off, c0, c1):
+        super().__init__(thread, f"TMA store {thread.cta.smem.name_of(src_off)} -> {tmap.name} at (col {c0}, row {c1}) "
+                                 f"(issued by {thread})")
+        self.tmap, self.cta, self.c0, self.c1 = tmap, thread.cta, c0, c1
+        self.addrs = tmap.smem_addresses(src_off)
+        self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + 1
+        smem = thread.cta.smem
+        smem.check(self.lo, self.hi - self.lo, "TMA store source")
+        smem.check_fenced(self.lo, self.hi, f"the TMA store issued by {thread}")
+        self.snapshot = smem.buffer[self.addrs].copy()
+        self.start, self.end = _engine_time(thread.cta, thread.clock, tmap.box_bytes)
+        self.waiters = thread.bulk_waitable
+        if thread.launch.trace is not None:
+            thread.launch.trace.add(lane=f"CTA {thread.cta.linear} TMA" if thread.launch.multi_cta else "TMA unit",
+                                    op="tma.store", start=costmodel.cycles_to_ns(self.start),
+                                    end=costmodel.cycles_to_ns(self.end), cta=thread.cta.linear,
+                                    nbytes=tmap.box_bytes)
+
+    def execute(self):
+        data = self.cta.smem.buffer[self.addrs]
+        if not np.array_equal(data, self.snapshot):
+            raise SharedMemoryHazard(
+                f"{self.description}: the source buffer was overwritten before the store read it. Wait with "
+                f"cp.async.bulk.wait_group.read before writing the staging buffer again.")
+        self.tmap.write_box(self.c0, self.c1, data)
+        self.waiters.notify()
+
+
+class BulkGroups(Waitable):
+    """A thread's committed bulk-store groups, for cp.async.bulk.wait_group.read."""

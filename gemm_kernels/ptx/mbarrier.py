@@ -1,0 +1,146 @@
+"""mbarrier: the transaction barrier in shared memory (PTX ISA 9.7.13.15).
+
+An mbarrier counts arrivals and transaction bytes. Its phase completes when all expected threads
+have arrived and all announced bytes have landed; a thread waits for a phase by its parity."""
+from ..emu import costmodel
+from ..emu.context import thread as _thread
+from ._declare import asm_op, twin, u32
+
+mbarrier_init = asm_op(
+    "mbarrier_init", "mbarrier.init.shared::cta.b64 [{bar}], {count};",
+    operands=(("bar", u32), ("count", u32)),
+    doc="Initialise the 8-byte mbarrier at shared address ``bar`` to expect ``count`` arrivals per "
+        "phase; its current phase is 0 (parity 0) with tx-count 0.")
+
+
+@twin(mbarrier_init)
+def _mbarrier_init(bar, count):
+    t = _thread()
+    t.cta.init_mbarrier(bar, count, t)
+    t.advance()
+
+
+fence_mbarrier_init = asm_op(
+    "fence_mbarrier_init", "fence.mbarrier_init.release.cluster;",
+    doc="Make prior mbarrier.init visible to the async proxy (TMA, tcgen05.commit) and to the other "
+        "CTAs of the cluster; follow it with a CTA or cluster barrier.")
+
+
+@twin(fence_mbarrier_init)
+def _fence_mbarrier_init():
+    _thread().advance()
+
+
+def _arrive(t, bar_addr, nbytes, what):
+    bar = t.cta.mbarrier(bar_addr, what)
+    if nbytes:
+        bar.expect_tx(int(nbytes), at=t.clock)
+    bar.arrive(t, 1, at=t.clock)
+    if t.lane == 0 or nbytes:
+        t.event(_role(t), "arrive", t.clock, t.clock + 1, barrier=bar.name, phase=bar.completed, nbytes=int(nbytes))
+    t.advance()
+
+
+def _role(t):
+    return t.warp_role()
+
+
+mbarrier_arrive = asm_op(
+    "mbarrier_arrive", "mbarrier.arrive.shared::cta.b64 _, [{bar}];", operands=(("bar", u32),),
+    doc="Arrive once (release, CTA scope) on the mbarrier at ``bar``.")
+
+
+@twin(mbarrier_arrive)
+def _mbarrier_arrive(bar):
+    _arrive(_thread(), bar, 0, "mbarrier.arrive")
+
+
+mbarrier_arrive_expect_tx = asm_op(
+    "mbarrier_arrive_expect_tx", "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {nbytes};",
+    operands=(("bar", u32), ("nbytes", u32)),
+    doc="Announce ``nbytes`` more transaction bytes for the current phase, then arrive once. TMA "
+        "copies signalled on this barrier count the bytes down.")
+
+
+@twin(mbarrier_arrive_expect_tx)
+def _mbarrier_arrive_expect_tx(bar, nbytes):
+    _arrive(_thread(), bar, nbytes, "mbarrier.arrive.expect_tx")
+
+
+mbarrier_expect_tx = asm_op(
+    "mbarrier_expect_tx", "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{bar}], {nbytes};",
+    operands=(("bar", u32), ("nbytes", u32)),
+    doc="Announce ``nbytes`` more transaction bytes for the current phase, without arriving.")
+
+
+@twin(mbarrier_expect_tx)
+def _mbarrier_expect_tx(bar, nbytes):
+    t = _thread()
+    t.cta.mbarrier(bar, "mbarrier.expect_tx").expect_tx(int(nbytes), at=t.clock)
+    t.advance()
+
+
+mbarrier_arrive_cluster = asm_op(
+    "mbarrier_arrive_cluster", "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{bar}];",
+    operands=(("bar", u32),),
+    doc="Arrive once (release, cluster scope) on an mbarrier given by a ``.shared::cluster`` address, "
+        "typically a peer CTA's barrier obtained with ``mapa``.")
+
+
+@twin(mbarrier_arrive_cluster)
+def _mbarrier_arrive_cluster(bar):
+    _arrive(_thread(), bar, 0, "mbarrier.arrive (cluster)")
+
+
+def _wait(bar_addr, parity, scope):
+    t = _thread()
+    bar = t.cta.mbarrier(bar_addr, f"mbarrier.try_wait.parity{scope}")
+    parity = int(parity) & 1
+    start = t.clock
+    t.scheduler.block(bar, lambda: bar.phase_done(parity),
+                      lambda: f"on {bar.describe()}; waiting for parity {parity}")
+    done_at = bar.consume(t, parity)
+    t.clock = max(t.clock, done_at + costmodel.BARRIER_LATENCY_CYCLES)
+    if t.lane == 0:
+        t.event(_role(t), "wait", start, t.clock, barrier=bar.name, phase=bar.completed - 1)
+    return 1
+
+
+_WAIT_LOOP = ("{{{{\n .reg .pred p;\n LAB_WAIT_${{{{:uid}}}}:\n"
+              " mbarrier.try_wait.parity{scope}.shared::cta.b64 p, [{{bar}}], {{parity}};\n"
+              " @!p bra LAB_WAIT_${{{{:uid}}}};\n}}}}")
+
+mbarrier_wait = asm_op(
+    "mbarrier_wait", _WAIT_LOOP.format(scope=""), operands=(("bar", u32), ("parity", u32)),
+    doc="Block until the phase with parity ``parity`` of the mbarrier at ``bar`` has completed "
+        "(acquire, CTA scope): a loop around try_wait.parity. Waiting on the current phase blocks; "
+        "waiting on the other parity (the phase before) returns at once.")
+mbarrier_wait.twin = lambda bar, parity: _wait(bar, parity, "") and None
+
+mbarrier_wait_cluster = asm_op(
+    "mbarrier_wait_cluster", _WAIT_LOOP.format(scope=".acquire.cluster"),
+    operands=(("bar", u32), ("parity", u32)),
+    doc="As mbarrier_wait, with acquire at cluster scope: use it when the arrivals come from the "
+        "other CTA of the cluster (remote arrivals, multicast commits, cta_group::2 TMA).")
+mbarrier_wait_cluster.twin = lambda bar, parity: _wait(bar, parity, ".acquire.cluster") and None
+
+mbarrier_try_wait = asm_op(
+    "mbarrier_try_wait",
+    "{{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [{bar}], {parity};\n"
+    " selp.u32 {ok}, 1, 0, p;\n}}",
+    results=(("ok", u32),), operands=(("bar", u32), ("parity", u32)),
+    doc="One try_wait.parity: 1 if the phase with parity ``parity`` has completed, else 0 (after a "
+        "hardware time limit). The emulator's twin waits until it is 1: a loop of try_waits that "
+        "never succeeds is a deadlock it reports.")
+mbarrier_try_wait.twin = lambda bar, parity: _wait(bar, parity, "")
+
+mbarrier_inval = asm_op(
+    "mbarrier_inval", "mbarrier.inval.shared::cta.b64 [{bar}];", operands=(("bar", u32),),
+    doc="Invalidate the mbarrier at ``bar`` so its 8 bytes may be reused or re-initialised.")
+
+
+@twin(mbarrier_inval)
+def _mbarrier_inval(bar):
+    t = _thread()
+    t.cta.mbarrier(bar, "mbarrier.inval").valid = False
+    t.advance()
