@@ -1,0 +1,58 @@
+"""Helpers shared by subcommands: find a kernel by ``module:function`` or by chapter number."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+class CliError(Exception):
+    """An error to print as one line and exit 2 on, without a traceback."""
+
+
+@dataclass
+class KernelRef:
+    kernel: object
+    signature: object
+    label: str
+
+
+def _get(entry, name):
+    if isinstance(entry, dict):
+        return entry.get(name)
+    return getattr(entry, name, None)
+
+
+def load_function(spec: str):
+    """``package.module:function`` (dots after the colon walk attributes) -> the object."""
+    if ":" not in spec:
+        raise CliError(f"--kernel wants package.module:function, got {spec!r}")
+    modname, attr = spec.split(":", 1)
+    try:
+        obj = importlib.import_module(modname)
+    except ImportError as e:
+        raise CliError(f"cannot import module {modname!r}: {e}") from e
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CliError(f"{modname!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def chapter_kernel(n: int) -> KernelRef:
+    """The kernel and signature of chapter ``n`` from ``gemm_kernels.CHAPTERS``."""
+    import gemm_kernels
+
+    chapters = getattr(gemm_kernels, "CHAPTERS", None)
+    if chapters is None:
+        raise CliError("gemm_kernels.CHAPTERS is not defined yet (no chapter registry in this "
+                       "checkout); use --kernel package.module:function --sig SIGNATURE")
+    try:
+        entry = chapters[n]
+    except (KeyError, IndexError, TypeError):
+        keys = list(chapters.keys()) if hasattr(chapters, "keys") else "?"
+        raise CliError(f"no chapter {n} in gemm_kernels.CHAPTERS (chapters: {keys})") from None
+    kernel, sig = _get(entry, "kernel"), _get(entry, "signature")
+    if kernel is None or sig is None:
+        raise CliError(f"gemm_kernels.CHAPTERS[{n}] has no 'kernel' and 'signature' to build")
+    return KernelRef(kernel, sig, f"chapter {n}")

@@ -1,0 +1,72 @@
+"""``sass``: build a kernel for sm_100a (no GPU needed) and print its SASS or a resource summary.
+
+    python -m gemm_kernels sass --chapter 3 --summary
+    python -m gemm_kernels sass --kernel gemm_kernels.kernels.v1_basic:kernel --sig "void(uint64, int32)"
+"""
+from __future__ import annotations
+
+import sys
+
+from ._common import CliError, KernelRef, chapter_kernel, load_function
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "sass", help="build for sm_100a and print SASS or a resource summary",
+        description="Compile a kernel to PTX, link it to a cubin for the target and disassemble it. "
+                    "Works without a GPU.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--chapter", type=int, metavar="N", help="the kernel of chapter N (gemm_kernels.CHAPTERS)")
+    src.add_argument("--kernel", metavar="MODULE:FUNCTION",
+                     help="a kernel function or numba.cuda.jit dispatcher, e.g. pkg.mod:func")
+    p.add_argument("--sig", help="numba signature, e.g. 'void(uint64, int32)' (required with --kernel; "
+                                 "overrides the chapter's)")
+    p.add_argument("--arch", default="sm_100a", help="target (default sm_100a; sm_90a also works)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--summary", action="store_true",
+                      help="registers, shared/local memory, spills and an opcode histogram")
+    what.add_argument("--ptx", action="store_true", help="print the PTX instead of the SASS")
+    p.add_argument("--full-opcodes", action="store_true", help="histogram by full opcode (with modifiers)")
+    p.add_argument("--lineinfo", action="store_true", help="with source line info")
+    p.add_argument("--max-registers", type=int, metavar="N", help="register cap (ptxas -maxrregcount)")
+    p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from gemm_kernels.runtime.build import build
+
+    try:
+        if args.chapter is not None:
+            ref = chapter_kernel(args.chapter)
+            if args.sig:
+                ref.signature = args.sig
+        else:
+            if not args.sig:
+                raise CliError("--kernel needs --sig (e.g. --sig 'void(uint64, int32)')")
+            ref = KernelRef(load_function(args.kernel), args.sig, args.kernel)
+        b = build(ref.kernel, ref.signature, arch=args.arch, lineinfo=args.lineinfo,
+                  max_registers=args.max_registers)
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    if args.summary:
+        text = b.summary(base=not args.full_opcodes)
+    elif args.ptx:
+        text = b.ptx
+    else:
+        if not b.sass:
+            print("error: no SASS (nvdisasm not found); try --summary or --ptx", file=sys.stderr)
+            return 1
+        text = b.sass
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+        print(f"wrote {args.out} ({ref.label}, {b.arch})", file=sys.stderr)
+    else:
+        print(text)
+    return 0
