@@ -1,0 +1,90 @@
+"""What every chapter's host entry shares: input validation, backend choice, launching on the
+emulator or on a B200, and the numpy reference."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BACKENDS = ("blackwell", "emulator")
+_said = set()
+
+
+@dataclass
+class Launched:
+    """What a host entry ran: the result and, on the emulator, the launch (trace, policy)."""
+
+    d: np.ndarray
+    backend: str
+    launch: object = None
+    config: dict = field(default_factory=dict)
+
+
+def check_operands(a, b, *, chapter, tile_m, tile_n, tile_k, exact=None):
+    """Validate A [M, K] and B [N, K] before anything launches; return (M, N, K)."""
+    for name, x in (("A", a), ("B", b)):
+        if not isinstance(x, np.ndarray) and not hasattr(x, "__cuda_array_interface__"):
+            raise TypeError(f"{name} must be a numpy array (or a CUDA device array), not {type(x).__name__}")
+        if x.dtype != np.float16:
+            raise TypeError(f"{name} has dtype {x.dtype}; chapter {chapter} computes with fp16 inputs: "
+                            f"convert with {name}.astype(np.float16)")
+        if x.ndim != 2:
+            raise ValueError(f"{name} must be 2-D ([rows, K], K-major), not {x.ndim}-D")
+        if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+            raise ValueError(f"{name} must be C-contiguous (row-major, K-major); use np.ascontiguousarray({name})")
+    m, k = a.shape
+    n, kb = b.shape
+    if k != kb:
+        raise ValueError(f"A is [M={m}, K={k}] but B is [N={n}, K={kb}]: both must have the same K "
+                         f"(B is stored [N, K]; D = A @ B.T)")
+    if exact is not None:
+        em, en, ek = exact
+        bad = [(nm, v, e) for nm, v, e in (("M", m, em), ("N", n, en), ("K", k, ek)) if e is not None and v != e]
+        if bad:
+            what = ", ".join(f"{nm}={v}" for nm, v, _ in bad)
+            need = ", ".join(f"{nm}={e}" for nm, _, e in bad)
+            raise ValueError(f"chapter {chapter} computes exactly one tile: got {what}, needs {need}")
+    for nm, v, t in (("M", m, tile_m), ("N", n, tile_n), ("K", k, tile_k)):
+        if t and (v <= 0 or v % t):
+            raise ValueError(f"chapter {chapter} needs {nm} to be a positive multiple of {t} (its tile); got {nm}={v}")
+    return m, n, k
+
+
+def choose_backend(backend, chapter):
+    if backend is not None and backend not in BACKENDS:
+        raise ValueError(f"backend must be 'blackwell', 'emulator' or None, not {backend!r}")
+    from ..runtime.device import gpu_info, require_blackwell
+
+    if backend == "blackwell":
+        require_blackwell()
+        return "blackwell"
+    if backend == "emulator":
+        return "emulator"
+    info = gpu_info()
+    if info is not None and tuple(info.compute_capability)[:1] == (10,):
+        return "blackwell"
+    if chapter not in _said:
+        _said.add(chapter)
+        found = "no CUDA GPU" if info is None else f"a {info.name} (not a B200)"
+        print(f"gemm_v{chapter}: found {found}; running on the emulator", file=sys.stderr)
+    return "emulator"
+
+
+def reference(a, b):
+    """The numpy reference: fp32 products and sums of the fp16 inputs, rounded once to fp16."""
+    return (a.astype(np.float32) @ b.astype(np.float32).T).astype(np.float16)
+
+
+def run_on_emulator(kernel, grid, block, args, *, plan, cluster=(1, 1, 1), policy="lazy", seed=0,
+                    trace=False, tensor_maps=None):
+    from .. import emu
+
+    return emu.run(kernel, grid, block, args, cluster=cluster, shared_bytes=plan.size, policy=policy, seed=seed,
+                   trace=trace, names=plan.regions, tensor_maps=tensor_maps)
+
+
+def run_on_gpu(kernel, grid, block, args, *, plan, cluster=(1, 1, 1)):
+    from ..runtime.launch import launch
+
+    launch(kernel, grid, block, args, cluster=cluster, shared_bytes=plan.size)
