@@ -34,7 +34,8 @@ tests/test_launch_hopper.py on a real GPU):
   * ``_Kernel._codelibrary.get_cufunc() -> CudaPythonFunction`` with ``.kernel``, ``.handle``,
     ``.attrs.shared`` and ``.device.id``
   * ``_Kernel.argument_types`` and ``_Kernel._prepare_args(ty, val, stream, retr, kernelargs)``
-  * ``numba.cuda.cudadrv.driver._to_core_stream(stream)`` (numba stream / 0 -> cuda.core Stream)
+  * ``numba.cuda.cudadrv.driver._to_core_stream(stream)`` (numba stream / 0 -> cuda.core Stream;
+    a fallback through ``__cuda_stream__`` is used when it is missing)
 Not supported: numba's ``debug=True`` exception reporting, NRT, and launch-config-sensitive
 dispatchers (numba's ``_select_launch_config_dispatcher``); none is used by this project's kernels.
 """
@@ -49,19 +50,53 @@ _DEFAULT_SMEM_LIMIT = 48 * 1024
 _PORTABLE_CLUSTER = 8
 
 
+def _core():
+    """cuda.core's (LaunchConfig, launch, Stream, version): ``cuda.core`` (>= 0.4 / 1.x) or the older
+    ``cuda.core.experimental``."""
+    try:
+        from cuda.core import LaunchConfig, Stream, launch as core_launch
+    except ImportError:  # cuda.core < 0.4
+        from cuda.core.experimental import LaunchConfig, Stream, launch as core_launch
+    try:
+        from cuda.core import __version__ as ver
+    except ImportError:
+        try:
+            from importlib.metadata import version
+
+            ver = version("cuda-core")
+        except Exception:
+            ver = "0"
+    return LaunchConfig, core_launch, Stream, ver
+
+
 def _grid_counts_clusters() -> bool:
     """True when cuda.core's LaunchConfig.grid counts clusters once a cluster shape is given
     (cuda.core >= 1.0; stated in its LaunchConfig docstring)."""
-    try:
-        import cuda.core as cc
-
-        doc = (cc.LaunchConfig.__doc__ or "").lower()
-        if "number of clusters" in doc:
-            return True
-        ver = getattr(cc, "__version__", "0")
-        return int(str(ver).split(".")[0]) >= 1
-    except Exception:
+    LaunchConfig, _, _, ver = _core()
+    if "number of clusters" in (LaunchConfig.__doc__ or "").lower():
         return True
+    try:
+        return int(str(ver).split(".")[0]) >= 1
+    except ValueError:
+        return True
+
+
+def _core_stream(stream):
+    """A cuda.core Stream for a numba stream, a cuda.core stream, or None/0 (the default stream)."""
+    from numba.cuda.cudadrv import driver as nbdrv
+
+    conv = getattr(nbdrv, "_to_core_stream", None)
+    if conv is not None:
+        try:
+            return conv(stream)
+        except TypeError:
+            pass
+    _, _, Stream, _ = _core()
+    if not stream:
+        return Stream.from_handle(0)
+    if hasattr(stream, "__cuda_stream__") and not isinstance(stream, Stream):
+        return Stream.from_handle(int(stream.__cuda_stream__()[1]))
+    return stream
 
 
 GRID_COUNTS_CLUSTERS: bool | None = None  # resolved on first launch
@@ -202,8 +237,7 @@ def launch(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes: int = 
     Returns the PreparedKernel (registers, static shared memory, ... of what ran).
     """
     global GRID_COUNTS_CLUSTERS
-    from cuda.core import LaunchConfig, launch as core_launch
-    from numba.cuda.cudadrv import driver as nbdrv
+    LaunchConfig, core_launch, _, _ = _core()
 
     g = _dim3(grid, "grid")
     b = _dim3(block, "block")
@@ -215,12 +249,9 @@ def launch(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes: int = 
     shared_bytes = int(shared_bytes)
     prepared = prepare(kernel, args, shared_bytes=shared_bytes, cluster=c)
 
-    nb_stream = stream if stream is not None else 0
-    try:
-        core_stream = nbdrv._to_core_stream(nb_stream)
-    except TypeError:
-        core_stream = nb_stream  # a cuda.core Stream or anything with __cuda_stream__
-        nb_stream = 0
+    core_stream = _core_stream(stream)
+    # numba's argument packing wants a numba stream (or 0) for any host->device copies it makes
+    nb_stream = stream if stream is not None and not isinstance(stream, _core()[2]) else 0
     kernelargs, retr = prepared.flatten(args, nb_stream)
 
     if c == (1, 1, 1):
