@@ -175,3 +175,22 @@ def test_no_gpu(capfd):
         require_blackwell()
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+def test_cli_chapter_lookup(monkeypatch, capsys):
+    """`sass --chapter N` takes the kernel and signature from gemm_kernels.CHAPTERS[N]."""
+    import types as pytypes
+
+    import gemm_kernels
+    from gemm_kernels.cli import main
+
+    entry = pytypes.SimpleNamespace(kernel=cuda.jit(kb.mbar_kernel), signature=kb.MBAR_SIG)
+    monkeypatch.setattr(gemm_kernels, "CHAPTERS", {1: entry}, raising=False)
+    assert main(["sass", "--chapter", "1", "--summary"]) == 0
+    assert "registers" in capsys.readouterr().out
+    assert main(["sass", "--chapter", "7"]) == 2
+    assert "no chapter 7" in capsys.readouterr().err
+    monkeypatch.delattr(gemm_kernels, "CHAPTERS", raising=False)
+    if not hasattr(gemm_kernels, "CHAPTERS"):  # (a lazily provided registry cannot be removed)
+        assert main(["sass", "--chapter", "1"]) == 2
+        assert "CHAPTERS is not defined" in capsys.readouterr().err

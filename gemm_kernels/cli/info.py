@@ -18,6 +18,23 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def _source_version() -> str:
+    """Version from pyproject.toml when the package runs from a checkout without being installed."""
+    import os
+    import re
+
+    import gemm_kernels
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(gemm_kernels.__file__))),
+                        "pyproject.toml")
+    try:
+        with open(path) as f:
+            m = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), flags=re.M)
+        return f"{m.group(1)} (from source, not installed)" if m else "unknown"
+    except OSError:
+        return "unknown"
+
+
 def run(args) -> int:
     import platform
 
@@ -26,6 +43,8 @@ def run(args) -> int:
     from gemm_kernels.runtime.device import gpu_info
 
     own = getattr(gemm_kernels, "__version__", None) or _version("gemm-kernels")
+    if own == "not installed":
+        own = _source_version()
     rows = [
         ("gemm_kernels", own),
         ("python", platform.python_version()),

@@ -6,10 +6,10 @@ and TMA tensor maps.
     from gemm_kernels.runtime.launch import launch
     from gemm_kernels.runtime.tensormap import TensorMap2D, encode_on_gpu
 
-The package also re-exports them lazily, the two whose names clash with their modules under other
-names: ``build_kernel`` (= ``build.build``) and ``launch_kernel`` (= ``launch.launch``). Importing a
-submodule binds the package attribute of the same name to the module, so ``runtime.build`` is always
-the module. Nothing here touches a CUDA driver at import time.
+The package re-exports these names lazily, except the two that share a name with their module,
+which it offers as ``build_kernel`` (= ``build.build``) and ``launch_kernel`` (= ``launch.launch``):
+importing a submodule binds the package attribute of that name to the module, so ``runtime.build``
+and ``runtime.launch`` are always the modules. Nothing here touches a CUDA driver at import time.
 """
 from __future__ import annotations
 
