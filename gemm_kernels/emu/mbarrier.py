@@ -34,10 +34,15 @@ class MBarrier(Waitable):
         self.phase_time = 0.0  # virtual time of the latest arrival / byte in the current phase
         self.completion_time = {}  # phase index -> virtual time it completed
         self.consumed = {}  # thread key -> last phase index that thread's wait consumed
+        self.signalled = {}  # thread key -> phase index current when it last arrived/issued work here
         self.init_by = init_by
         self.valid = True
 
     # -- state changes -----------------------------------------------------------------------
+    def signal_from(self, thread):
+        """``thread`` issued an arrival or asynchronous work that will complete on this barrier."""
+        self.signalled[thread.key] = self.completed
+
     def arrive(self, thread, count=1, at=0.0):
         self.pending -= count
         if self.pending < 0:
@@ -82,7 +87,10 @@ class MBarrier(Waitable):
         phase = self.completed - 1  # the phase the hardware just reported complete (-1: before init)
         key = thread.key
         last = self.consumed.get(key)
-        if phase >= 0 and last is not None and last >= phase:
+        # Stale: the thread already consumed this phase AND has since issued work that completes a
+        # later phase of this barrier (so it is waiting for its own work, which is not done yet).
+        # Re-waiting a consumed phase with nothing new in flight is harmless and not reported.
+        if phase >= 0 and last is not None and last >= phase and self.signalled.get(key, -1) > phase:
             raise StalePhaseWait(
                 f"{thread} waited on mbarrier {self.name} with parity {parity}; the barrier's last "
                 f"completed phase is {phase} (parity {phase & 1}), which this thread had already "

@@ -80,10 +80,13 @@ class Scheduler:
         def body():
             try:
                 fn()
-            finally:
+            except BaseException:
                 thread.exited = True
                 self.live -= 1
-                thread.on_exit()
+                raise  # the kernel's own error: report it, not the exit checks it would trip
+            thread.exited = True
+            self.live -= 1
+            thread.on_exit()
 
         thread.greenlet = greenlet.greenlet(body)
         thread.scheduler = self

@@ -26,3 +26,37 @@ def tmem_rows_to_global(d32, tmem_base, warp_in_group, lane, row0, col0, ncols):
         base = (col0 + chunk * COLS_PER_LD) // 2
         for j in range(COLS_PER_LD // 2):
             d32[row, base + j] = ptx.pack_f16x2(vals[2 * j], vals[2 * j + 1])
+
+
+STAGE_COLS = 64  # one 128B-swizzled staging box: 64 fp16 = 128 bytes per row
+
+
+@cuda.jit(device=True, forceinline=True)
+def tmem_rows_to_staging(smem32, staging_off, tmem_base, warp_in_group, lane, tmem_col0, ncols):
+    """Round this thread's row of accumulator columns [tmem_col0, tmem_col0 + ncols) to fp16 and
+    write it into the shared staging area at byte ``staging_off``: ncols/64 boxes of 128 rows x
+    64 columns, each 128B-swizzled (16 KiB, 1024-aligned), the layout a TMA store reads."""
+    quarter = 32 * warp_in_group
+    r = quarter + lane
+    vals = cuda.local.array(COLS_PER_LD, float32)
+    for chunk in range(ncols // COLS_PER_LD):
+        v = ptx.tmem_ld_32x32b_x32(tmem_base + (quarter << 16) + tmem_col0 + chunk * COLS_PER_LD)
+        ptx.tmem_wait_ld()
+        for i in range(COLS_PER_LD):
+            vals[i] = v[i]
+        c0 = chunk * COLS_PER_LD
+        box = staging_off + (c0 // STAGE_COLS) * (128 * 128)
+        for j in range(COLS_PER_LD // 2):
+            c = (c0 % STAGE_COLS) + 2 * j
+            off = box + 128 * r + 16 * ((c // 8) ^ (r % 8)) + 2 * (c % 8)
+            smem32[off // 4] = ptx.pack_f16x2(vals[2 * j], vals[2 * j + 1])
+
+
+@cuda.jit(device=True, forceinline=True)
+def store_staging(tmap_d, staging_addr, row0, col0, ncols):
+    """One thread: TMA-store the staging boxes to D at (row0, col0), then wait until the engine has
+    read them (so the staging buffer may be written again)."""
+    for box in range(ncols // STAGE_COLS):
+        ptx.tma_store_2d(tmap_d, col0 + box * STAGE_COLS, row0, staging_addr + box * (128 * 128))
+    ptx.bulk_commit_group()
+    ptx.bulk_wait_group_read0()

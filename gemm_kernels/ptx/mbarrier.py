@@ -33,6 +33,7 @@ def _fence_mbarrier_init():
 
 def _arrive(t, bar_addr, nbytes, what):
     bar = t.cta.mbarrier(bar_addr, what)
+    bar.signal_from(t)
     if nbytes:
         bar.expect_tx(int(nbytes), at=t.clock)
     bar.arrive(t, 1, at=t.clock)

@@ -142,6 +142,8 @@ def _commit(bar, mask, group):
                                       f"cluster has {t.cta.cluster.size}")
                 peer = t.cta.cluster.ctas[rank]
                 bars.append(peer.mbarrier(peer.smem.window_address(off), "tcgen05.commit (multicast)"))
+    for b in bars:
+        b.signal_from(t)
     op = Commit(t, bars, list(t.unretired_mma))
     t.unretired_mma = []
     op.predecessor = t.last_mma

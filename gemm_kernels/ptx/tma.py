@@ -22,6 +22,7 @@ def _load(dst, tmap, c0, c1, bar, label):
     tm = tensor_map(t, tmap)
     dst_cta, dst_off = t.cta.resolve(dst, tm.box_bytes, "TMA load destination")
     b = t.cta.mbarrier(bar, "TMA load barrier")
+    b.signal_from(t)
     op = TmaLoad(t, tm, dst_cta, dst_off, int(c0), int(c1), b, label)
     t.scheduler.submit(op)
     t.advance()

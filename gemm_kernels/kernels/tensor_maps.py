@@ -1,0 +1,35 @@
+"""Tensor maps for the TMA chapters (4-9): one description, two machines.
+
+On a B200 the driver encodes a CUtensorMap into global memory and the kernel gets its address; on
+the emulator a TensorMapModel stands at a made-up address. Both come from the same validated
+``TensorMap2D`` description."""
+from __future__ import annotations
+
+from ..runtime.tensormap import TensorMap2D
+
+_EMU_BASE = 0x7E00_0000_0000
+
+
+def describe(array, box_rows, box_cols, swizzle="128B"):
+    return TensorMap2D.for_array(array, (box_rows, box_cols), swizzle=swizzle)
+
+
+def emulator_maps(specs):
+    """specs: [(name, numpy array, box_rows, box_cols)] -> (addresses, {address: TensorMapModel})."""
+    from ..emu import TensorMapModel
+
+    addrs, models = [], {}
+    for i, (name, array, rows, cols) in enumerate(specs):
+        describe(array, rows, cols)  # the same validation as on the GPU
+        addr = _EMU_BASE + 128 * i
+        models[addr] = TensorMapModel(array, rows, cols, "128B", name=name)
+        addrs.append(addr)
+    return addrs, models
+
+
+def gpu_maps(specs):
+    """specs: [(name, device array, box_rows, box_cols)] -> (addresses, keep-alive objects)."""
+    from ..runtime.tensormap import encode_on_gpu
+
+    maps = [encode_on_gpu(describe(arr, rows, cols), arr) for _, arr, rows, cols in specs]
+    return [m.address for m in maps], maps

@@ -1,0 +1,127 @@
+"""Step 4: the Tensor Memory Accelerator. One thread asks the TMA engine for each 128 x 64 tile of
+A and B (the engine computes addresses, swizzles and counts bytes); the tile barrier learns how
+many bytes to expect with ``arrive.expect_tx`` and completes when they have all landed. The result
+leaves through a 128B-swizzled shared staging buffer and two TMA stores.
+
+Still one stage: load, wait, MMA, wait. Nothing overlaps yet; the TMA only takes the copying off
+the 128 threads (on a B200 this step alone may not be faster than step 3: see the chapter)."""
+from numba import cuda, uint8, uint32
+
+from .. import ptx
+from ..layouts import make_instr_desc
+from ..smem_plan import SmemPlan
+from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
+from .epilogue import store_staging, tmem_rows_to_staging
+from .tmem_lifecycle import tmem_allocate, tmem_free
+
+BLOCK_M, BLOCK_N, BLOCK_K, MMA_K = 128, 128, 64, 16
+THREADS = 128
+TILE_BYTES = BLOCK_M * BLOCK_K * 2
+TMEM_COLS = 128
+IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
+
+plan = SmemPlan()
+A_TILE = plan.add("A tile", TILE_BYTES, align=1024)
+B_TILE = plan.add("B tile", TILE_BYTES, align=1024)
+D_STAGING = plan.add("D staging", BLOCK_M * BLOCK_N * 2, align=1024)
+TMA_DONE = plan.add("tma_done barrier", 8, align=8)
+MMA_DONE = plan.add("mma_done barrier", 8, align=8)
+ACC_READY = plan.add("acc_ready barrier", 8, align=8)
+TMEM_SLOT = plan.add("TMEM address slot", 4, align=4)
+
+
+@cuda.jit
+def gemm_v4_kernel(tmap_a, tmap_b, tmap_d, k_tiles):
+    smem = cuda.shared.array(0, uint8, alignment=1024)
+    smem32 = cuda.shared.array(0, uint32, alignment=1024)
+    base = ptx.shared_addr(smem)
+    tid = cuda.threadIdx.x
+    warp = tid // 32
+    tma_done = base + TMA_DONE
+    mma_done = base + MMA_DONE
+    acc_ready = base + ACC_READY
+    m0 = cuda.blockIdx.x * BLOCK_M
+    n0 = cuda.blockIdx.y * BLOCK_N
+
+    if tid == 0:
+        ptx.fence_proxy_tensormap_acquire(tmap_a)
+        ptx.fence_proxy_tensormap_acquire(tmap_b)
+        ptx.fence_proxy_tensormap_acquire(tmap_d)
+        ptx.mbarrier_init(tma_done, 1)
+        ptx.mbarrier_init(mma_done, 1)
+        ptx.mbarrier_init(acc_ready, 1)
+        ptx.fence_mbarrier_init()
+    tmem_allocate(warp, 0, base + TMEM_SLOT, TMEM_COLS)
+    cuda.syncthreads()
+    tmem = smem32[TMEM_SLOT // 4]
+
+    phase = 0
+    for kc in range(k_tiles):
+        if tid == 0:
+            # one arrival plus 2 x 16 KiB of transactions complete this phase
+            ptx.mbarrier_arrive_expect_tx(tma_done, 2 * TILE_BYTES)
+            ptx.tma_load_2d(base + A_TILE, tmap_a, kc * BLOCK_K, m0, tma_done)
+            ptx.tma_load_2d(base + B_TILE, tmap_b, kc * BLOCK_K, n0, tma_done)
+            ptx.mbarrier_wait(tma_done, phase)
+            ptx.tcgen05_fence_after()
+            for k in range(BLOCK_K // MMA_K):
+                ptx.tcgen05_mma(tmem, sw128_kmajor_desc(base + A_TILE + k * K_STEP_BYTES),
+                                sw128_kmajor_desc(base + B_TILE + k * K_STEP_BYTES), IDESC, kc + k)
+            ptx.tcgen05_commit(mma_done)
+            ptx.mbarrier_wait(mma_done, phase)  # the tiles are free again
+            phase ^= 1
+    if tid == 0:
+        ptx.tcgen05_commit(acc_ready)
+
+    # Every thread waits for the accumulator. Not on mma_done: it completes once per K chunk, and a
+    # thread that waited there for "parity of the last chunk" could be released by an early chunk
+    # with the same parity. acc_ready completes exactly once per tile.
+    ptx.mbarrier_wait(acc_ready, 0)
+    ptx.tcgen05_fence_after()
+    tmem_rows_to_staging(smem32, D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
+    ptx.fence_proxy_async()
+    ptx.tcgen05_fence_before()
+    cuda.syncthreads()
+    if tid == 0:
+        store_staging(tmap_d, base + D_STAGING, m0, n0, BLOCK_N)
+    tmem_free(warp, 0, tmem, TMEM_COLS)
+
+
+SIGNATURE = "void(uint64, uint64, uint64, int32)"
+LIMITS = "M and N multiples of 128, K a multiple of 64"
+
+
+def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, plan, threads, boxes,
+               cluster=(1, 1, 1), extra=()):
+    """Shared by steps 4-9: build the three tensor maps, launch, return D (and the launch)."""
+    import numpy as np
+
+    from .host import Launched, run_on_emulator, run_on_gpu
+    from .tensor_maps import emulator_maps, gpu_maps
+
+    (am, ak), (bm, bk), (dm, dn) = boxes
+    d = np.zeros((m, n), dtype=np.float16)
+    if backend == "emulator":
+        addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), ("D", d, dm, dn)])
+        launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k // 64,) + tuple(extra), plan=plan,
+                                 cluster=cluster, policy=policy, seed=seed, trace=trace, tensor_maps=models)
+        return Launched(d, backend, launch) if trace else d
+    from numba import cuda
+
+    da, db, dd = cuda.to_device(a), cuda.to_device(b), cuda.to_device(d)
+    addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn)])
+    run_on_gpu(kernel, grid, threads, tuple(np.uint64(x) for x in addrs) + (np.int32(k // 64),) + tuple(extra),
+               plan=plan, cluster=cluster)
+    cuda.synchronize()
+    del keep
+    return dd.copy_to_host()
+
+
+def gemm_v4(a, b, *, backend=None, policy="lazy", seed=0, trace=False):
+    """D = A @ B.T with TMA loads and stores; M, N multiples of 128, K of 64; one CTA per tile."""
+    from .host import check_operands, choose_backend
+
+    m, n, k = check_operands(a, b, chapter=4, tile_m=BLOCK_M, tile_n=BLOCK_N, tile_k=BLOCK_K)
+    return tma_launch(gemm_v4_kernel, (m // BLOCK_M, n // BLOCK_N), a, b, m, n, k, choose_backend(backend, 4),
+                      policy, seed, trace, plan=plan, threads=THREADS,
+                      boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, 64)))
