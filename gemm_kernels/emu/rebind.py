@@ -68,16 +68,15 @@ def emulate_function(fn):
     if fn.__module__ and (fn.__module__.startswith("numpy") or fn.__module__.startswith("numba")):
         return fn
     new_globals = {}
-    new_fn = pytypes.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, None)
-    _cache[key] = (fn, new_fn)  # before recursing: recursive device functions
+    cells = None
+    if fn.__closure__:
+        cells = tuple(pytypes.CellType(emulated(c.cell_contents)) for c in fn.__closure__)
+    new_fn = pytypes.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, cells)
+    _cache[key] = (fn, new_fn)  # before filling the globals: recursive device functions
     for name in fn.__code__.co_names:
         if name in fn.__globals__:
             new_globals[name] = emulated(fn.__globals__[name])
     new_globals["__builtins__"] = fn.__globals__.get("__builtins__", __builtins__)
-    if fn.__closure__:
-        cells = tuple(pytypes.CellType(emulated(c.cell_contents)) for c in fn.__closure__)
-        new_fn = pytypes.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, cells)
-        _cache[key] = (fn, new_fn)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
     new_fn.__qualname__ = fn.__qualname__
     new_fn.__emulated_from__ = fn

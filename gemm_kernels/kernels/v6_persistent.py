@@ -1,0 +1,146 @@
+"""Step 6: a persistent kernel. The grid shrinks to one CTA per SM; each CTA sets up its barriers
+and TMEM once, then walks output tiles handed out by a grouped (L2-friendly) scheduler: tile t,
+t + gridDim, t + 2 gridDim, ... The per-tile work is step 5's pipeline.
+
+The ring position (stage and phase) and the barriers' phases are carried from one tile to the
+next. Resetting them at each tile, as a first attempt often does, is only correct when every
+barrier completes an even number of phases per tile; with an odd number of K chunks a wait
+passes on an old phase and the MMA reads a stage the TMA has not filled. ``reset_phases=True``
+builds that broken variant for the chapter's exercise (the emulator reports StalePhaseWait)."""
+import functools
+
+from numba import cuda, uint8, uint32
+
+from .. import ptx
+from ..layouts import make_instr_desc
+from ..pipeline import advance, grouped_tile
+from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
+from .epilogue import store_staging, tmem_rows_to_staging
+from .tmem_lifecycle import tmem_allocate, tmem_free
+from .v4_tma import tma_launch
+from .v5_pipeline import BLOCK_K, BLOCK_M, BLOCK_N, DEFAULT_DEPTH, MMA_K, THREADS, TILE_BYTES, TMEM_COLS, make_plan
+
+IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
+GROUP = 8
+EMULATOR_CTAS = 3  # on the emulator, few persistent CTAs so that each takes several tiles
+
+
+@functools.lru_cache(maxsize=None)
+def make_kernel(depth, group=GROUP, reset_phases=False):
+    plan, o = make_plan(depth)
+    A0, B0, D_STAGING, TMA0, MMA_DONE, ACC_READY, TMEM_SLOT = (o[k] for k in ("a", "b", "d", "tma", "mma", "acc",
+                                                                                "slot"))
+    DEPTH, GROUP_M, RESET = depth, group, reset_phases
+
+    @cuda.jit
+    def gemm_v6_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n):
+        smem = cuda.shared.array(0, uint8, alignment=1024)
+        smem32 = cuda.shared.array(0, uint32, alignment=1024)
+        base = ptx.shared_addr(smem)
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        mma_done = base + MMA_DONE
+        acc_ready = base + ACC_READY
+
+        # set up once per CTA, not once per tile
+        if tid == 0:
+            ptx.fence_proxy_tensormap_acquire(tmap_a)
+            ptx.fence_proxy_tensormap_acquire(tmap_b)
+            ptx.fence_proxy_tensormap_acquire(tmap_d)
+            for s in range(DEPTH):
+                ptx.mbarrier_init(base + TMA0 + 8 * s, 1)
+            ptx.mbarrier_init(mma_done, 1)
+            ptx.mbarrier_init(acc_ready, 1)
+            ptx.fence_mbarrier_init()
+        tmem_allocate(warp, 0, base + TMEM_SLOT, TMEM_COLS)
+        cuda.syncthreads()
+        tmem = smem32[TMEM_SLOT // 4]
+
+        stage = 0
+        tma_phase = 0
+        mma_phase = 0
+        acc_phase = 0
+        for t in range(cuda.blockIdx.x, num_m * num_n, cuda.gridDim.x):
+            m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
+            m0 = m_idx * BLOCK_M
+            n0 = n_idx * BLOCK_N
+            if RESET:  # the broken variant: forget where the ring and the barriers are
+                stage = 0
+                tma_phase = 0
+                mma_phase = 0
+            if tid == 0:
+                for i in range(min(DEPTH, k_tiles)):
+                    s = (stage + i) % DEPTH
+                    full = base + TMA0 + 8 * s
+                    ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)
+                    ptx.tma_load_2d(base + A0 + s * TILE_BYTES, tmap_a, i * BLOCK_K, m0, full)
+                    ptx.tma_load_2d(base + B0 + s * TILE_BYTES, tmap_b, i * BLOCK_K, n0, full)
+                for kc in range(k_tiles):
+                    full = base + TMA0 + 8 * stage
+                    ptx.mbarrier_wait(full, tma_phase)
+                    ptx.tcgen05_fence_after()
+                    a_stage = base + A0 + stage * TILE_BYTES
+                    b_stage = base + B0 + stage * TILE_BYTES
+                    for k in range(BLOCK_K // MMA_K):
+                        ptx.tcgen05_mma(tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
+                                        sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, kc + k)
+                    ptx.tcgen05_commit(mma_done)
+                    ptx.mbarrier_wait(mma_done, mma_phase)
+                    mma_phase ^= 1
+                    nxt = kc + DEPTH
+                    if nxt < k_tiles:
+                        ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)
+                        ptx.tma_load_2d(a_stage, tmap_a, nxt * BLOCK_K, m0, full)
+                        ptx.tma_load_2d(b_stage, tmap_b, nxt * BLOCK_K, n0, full)
+                    stage, tma_phase = advance(stage, tma_phase, DEPTH)
+                ptx.tcgen05_commit(acc_ready)
+            else:  # the other threads only need to know where the ring is (for RESET parity)
+                for kc in range(k_tiles):
+                    stage, tma_phase = advance(stage, tma_phase, DEPTH)
+                    mma_phase ^= 1
+
+            ptx.mbarrier_wait(acc_ready, acc_phase)
+            acc_phase ^= 1
+            ptx.tcgen05_fence_after()
+            tmem_rows_to_staging(smem32, D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
+            ptx.fence_proxy_async()
+            ptx.tcgen05_fence_before()
+            cuda.syncthreads()
+            if tid == 0:
+                store_staging(tmap_d, base + D_STAGING, m0, n0, BLOCK_N)
+
+        cuda.syncthreads()
+        tmem_free(warp, 0, tmem, TMEM_COLS)
+
+    return gemm_v6_kernel, plan
+
+
+gemm_v6_kernel, plan = make_kernel(DEFAULT_DEPTH)
+SIGNATURE = "void(uint64, uint64, uint64, int32, int32, int32)"
+LIMITS = "M and N multiples of 128, K a multiple of 64; persistent grid of min(SMs, tiles) CTAs"
+
+
+def gemm_v6(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
+            num_ctas=None, reset_phases=False):
+    """D = A @ B.T with a persistent grid and a grouped tile scheduler (steps 5's pipeline per tile)."""
+    from .host import check_operands, choose_backend
+
+    if not isinstance(pipe_depth, int) or pipe_depth < 1:
+        raise ValueError(f"pipe_depth must be a positive int, got {pipe_depth!r}")
+    if not isinstance(group, int) or group < 1:
+        raise ValueError(f"group must be a positive int, got {group!r}")
+    m, n, k = check_operands(a, b, chapter=6, tile_m=BLOCK_M, tile_n=BLOCK_N, tile_k=BLOCK_K)
+    backend = choose_backend(backend, 6)
+    tiles = (m // BLOCK_M) * (n // BLOCK_N)
+    if num_ctas is None:
+        if backend == "emulator":
+            num_ctas = EMULATOR_CTAS
+        else:
+            from ..runtime.device import gpu_info
+
+            num_ctas = gpu_info().sm_count
+    grid = (min(num_ctas, tiles), 1)
+    kernel, kplan = make_kernel(pipe_depth, group, reset_phases)
+    return tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, plan=kplan, threads=THREADS,
+                      boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, 64)),
+                      extra=(m // BLOCK_M, n // BLOCK_N))
