@@ -161,6 +161,10 @@ class Mma(AsyncOp):
                    start=costmodel.cycles_to_ns(self.start), end=costmodel.cycles_to_ns(self.end), cta=leader.linear,
                    flops=2 * self.m * self.n * 16)
 
+    def reads(self, cta, lo, hi):
+        """Does this MMA read any of the shared bytes [lo, hi) of ``cta``?"""
+        return any(c is cta and r_lo < hi and lo < r_hi for c, r_lo, r_hi in self.ranges)
+
     def execute(self):
         a_parts, b_parts = [], []
         for cta, a_snap, b_snap in self.snapshots:

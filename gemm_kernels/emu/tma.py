@@ -94,7 +94,7 @@ class TmaLoad(AsyncOp):
         dst_cta.smem.check(self.lo, self.hi - self.lo, "TMA load destination")
         self.start, self.end = _engine_time(thread.cta, thread.clock, tmap.box_bytes)
         for other in list(dst_cta.smem_readers):
-            if other.lo < self.hi and self.lo < other.hi:
+            if other.reads(dst_cta, self.lo, self.hi):
                 raise SharedMemoryHazard(
                     f"{thread} issued a TMA load into {dst_cta.smem.name_of(self.lo)} (bytes 0x{self.lo:x}-0x{self.hi:x}) "
                     f"of CTA {dst_cta.rank_text()} while {other.description} still reads those bytes. Wait for the "

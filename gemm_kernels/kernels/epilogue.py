@@ -3,7 +3,7 @@ global memory (steps 1-3: ordinary stores) or to a shared staging buffer for a T
 
 Warp w of a warpgroup owns TMEM lanes 32*(w%4) .. +31 (its lane quarter); lane i of the warp reads
 accumulator row 32*(w%4) + i, 32 columns per tcgen05.ld."""
-from numba import cuda, float32
+from numba import cuda, float32, uint32
 
 from .. import ptx
 
@@ -29,27 +29,44 @@ def tmem_rows_to_global(d32, tmem_base, warp_in_group, lane, row0, col0, ncols):
 
 
 STAGE_COLS = 64  # one 128B-swizzled staging box: 64 fp16 = 128 bytes per row
+MAX_PACKED = 64  # fp16 pairs of up to 128 columns held in registers at once
 
 
 @cuda.jit(device=True, forceinline=True)
-def tmem_rows_to_staging(smem32, staging_off, tmem_base, warp_in_group, lane, tmem_col0, ncols):
-    """Round this thread's row of accumulator columns [tmem_col0, tmem_col0 + ncols) to fp16 and
-    write it into the shared staging area at byte ``staging_off``: ncols/64 boxes of 128 rows x
-    64 columns, each 128B-swizzled (16 KiB, 1024-aligned), the layout a TMA store reads."""
+def tmem_load_packed(packed, tmem_base, warp_in_group, tmem_col0, ncols):
+    """Load this thread's row of accumulator columns [tmem_col0, +ncols) from TMEM and round it to
+    fp16 pairs in ``packed`` (a local uint32 array of ncols/2). After it returns, the TMEM columns
+    may be overwritten: every tcgen05.ld has been waited on."""
     quarter = 32 * warp_in_group
-    r = quarter + lane
     vals = cuda.local.array(COLS_PER_LD, float32)
     for chunk in range(ncols // COLS_PER_LD):
         v = ptx.tmem_ld_32x32b_x32(tmem_base + (quarter << 16) + tmem_col0 + chunk * COLS_PER_LD)
         ptx.tmem_wait_ld()
         for i in range(COLS_PER_LD):
             vals[i] = v[i]
-        c0 = chunk * COLS_PER_LD
-        box = staging_off + (c0 // STAGE_COLS) * (128 * 128)
         for j in range(COLS_PER_LD // 2):
-            c = (c0 % STAGE_COLS) + 2 * j
-            off = box + 128 * r + 16 * ((c // 8) ^ (r % 8)) + 2 * (c % 8)
-            smem32[off // 4] = ptx.pack_f16x2(vals[2 * j], vals[2 * j + 1])
+            packed[chunk * (COLS_PER_LD // 2) + j] = ptx.pack_f16x2(vals[2 * j], vals[2 * j + 1])
+
+
+@cuda.jit(device=True, forceinline=True)
+def packed_to_staging(smem32, staging_off, packed, row, ncols):
+    """Write one row of ncols fp16 values (as pairs) into the shared staging area at byte
+    ``staging_off``: ncols/64 boxes of 128 rows x 64 columns, each 128B-swizzled (16 KiB,
+    1024-aligned), the layout a TMA store with a 128B-swizzled box reads."""
+    for j in range(ncols // 2):
+        c = 2 * j
+        box = staging_off + (c // STAGE_COLS) * (128 * 128)
+        cc = c % STAGE_COLS
+        off = box + 128 * row + 16 * ((cc // 8) ^ (row % 8)) + 2 * (cc % 8)
+        smem32[off // 4] = packed[j]
+
+
+@cuda.jit(device=True, forceinline=True)
+def tmem_rows_to_staging(smem32, staging_off, tmem_base, warp_in_group, lane, tmem_col0, ncols):
+    """TMEM -> registers (fp16 pairs) -> swizzled staging, for this thread's row."""
+    packed = cuda.local.array(MAX_PACKED, uint32)
+    tmem_load_packed(packed, tmem_base, warp_in_group, tmem_col0, ncols)
+    packed_to_staging(smem32, staging_off, packed, 32 * warp_in_group + lane, ncols)
 
 
 @cuda.jit(device=True, forceinline=True)

@@ -1,0 +1,173 @@
+"""Step 7: warp specialization. Three roles run at once instead of one thread doing everything:
+
+* warp 4 (warpgroup 1), one elected lane: the TMA producer, filling a ring of PIPE_DEPTH stages;
+* warp 5 (warpgroup 1), one elected lane: the MMA issuer;
+* warpgroup 0 (warps 0-3, 128 threads): the writeback, TMEM -> registers -> staging -> TMA store.
+
+Four barrier handoffs connect them (the chapter's table):
+  tma2mma[s]  stage s is full      TMA bytes + the producer's arrive.expect_tx   -> MMA waits
+  mma2tma[s]  stage s is empty     commit after the MMAs that read it            -> producer waits
+  mma2ld      accumulator is ready commit after the tile's last MMA              -> writeback waits
+  ld2mma      accumulator is free  128 writeback threads arrive after their loads -> MMA waits
+A ring position is a (stage, phase) pair (pipeline.advance). The producer starts at phase 1 on the
+empty barriers: a fresh barrier's "previous phase" counts as complete, so its first pass through
+the ring does not wait. The writeback synchronises on its own named barrier, never the CTA's."""
+import functools
+
+from numba import cuda, uint8, uint32
+
+from .. import ptx
+from ..layouts import make_instr_desc
+from ..pipeline import advance, grouped_tile
+from ..smem_plan import SmemPlan
+from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
+from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
+from .epilogue import MAX_PACKED, packed_to_staging, store_staging, tmem_load_packed
+from .tmem_lifecycle import tmem_allocate, tmem_free
+from .v4_tma import tma_launch
+from .v6_persistent import EMULATOR_CTAS, GROUP
+
+BLOCK_M, BLOCK_N, BLOCK_K, MMA_K = 128, 128, 64, 16
+THREADS = 256
+TILE_BYTES = BLOCK_M * BLOCK_K * 2
+TMEM_COLS = 128
+IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
+DEFAULT_DEPTH = 4
+WRITEBACK_BARRIER = 1  # named barrier ID of warpgroup 0 (0 is __syncthreads)
+PRODUCER_WARP, MMA_WARP = 4, 5
+
+
+def make_plan(depth):
+    plan = SmemPlan()
+    offs = dict(
+        a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
+        b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
+        d=plan.add("D staging", BLOCK_M * BLOCK_N * 2, align=1024),
+        full=plan.add("tma2mma", 8, align=8, count=depth),
+        empty=plan.add("mma2tma", 8, align=8, count=depth),
+        acc_full=plan.add("mma2ld", 8, align=8),
+        acc_empty=plan.add("ld2mma", 8, align=8),
+        slot=plan.add("TMEM address slot", 4, align=4),
+    )
+    return plan.check(f"a {depth}-stage pipeline"), offs
+
+
+@functools.lru_cache(maxsize=None)
+def make_kernel(depth, group=GROUP):
+    plan, o = make_plan(depth)
+    A0, B0, D_STAGING, FULL0, EMPTY0, MMA2LD, LD2MMA, TMEM_SLOT = (
+        o[k] for k in ("a", "b", "d", "full", "empty", "acc_full", "acc_empty", "slot"))
+    DEPTH, GROUP_M = depth, group
+
+    @cuda.jit
+    def gemm_v7_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n):
+        smem = cuda.shared.array(0, uint8, alignment=1024)
+        smem32 = cuda.shared.array(0, uint32, alignment=1024)
+        base = ptx.shared_addr(smem)
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        mma2ld = base + MMA2LD
+        ld2mma = base + LD2MMA
+        num_tiles = num_m * num_n
+
+        if tid == 0:
+            ptx.fence_proxy_tensormap_acquire(tmap_a)
+            ptx.fence_proxy_tensormap_acquire(tmap_b)
+            ptx.fence_proxy_tensormap_acquire(tmap_d)
+            for s in range(DEPTH):
+                ptx.mbarrier_init(base + FULL0 + 8 * s, 1)
+                ptx.mbarrier_init(base + EMPTY0 + 8 * s, 1)
+            ptx.mbarrier_init(mma2ld, 1)
+            ptx.mbarrier_init(ld2mma, 128)
+            ptx.fence_mbarrier_init()
+        tmem_allocate(warp, 0, base + TMEM_SLOT, TMEM_COLS)
+        cuda.syncthreads()
+        tmem = smem32[TMEM_SLOT // 4]
+
+        if warp == PRODUCER_WARP:
+            ptx.set_warp_role(ROLE_TMA)
+            if ptx.elect_sync():
+                stage = 0
+                phase = 1  # the producer's first pass finds every stage empty
+                for t in range(cuda.blockIdx.x, num_tiles, cuda.gridDim.x):
+                    m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
+                    for kc in range(k_tiles):
+                        ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
+                        full = base + FULL0 + 8 * stage
+                        ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)
+                        ptx.tma_load_2d(base + A0 + stage * TILE_BYTES, tmap_a, kc * BLOCK_K, m_idx * BLOCK_M, full)
+                        ptx.tma_load_2d(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K, n_idx * BLOCK_N, full)
+                        stage, phase = advance(stage, phase, DEPTH)
+        elif warp == MMA_WARP:
+            ptx.set_warp_role(ROLE_MMA)
+            if ptx.elect_sync():
+                stage = 0
+                phase = 0
+                acc_phase = 1  # the accumulator starts free
+                for t in range(cuda.blockIdx.x, num_tiles, cuda.gridDim.x):
+                    ptx.mbarrier_wait(ld2mma, acc_phase)  # the writeback has read the last tile
+                    acc_phase ^= 1
+                    ptx.tcgen05_fence_after()
+                    for kc in range(k_tiles):
+                        ptx.mbarrier_wait(base + FULL0 + 8 * stage, phase)
+                        ptx.tcgen05_fence_after()
+                        a_stage = base + A0 + stage * TILE_BYTES
+                        b_stage = base + B0 + stage * TILE_BYTES
+                        for k in range(BLOCK_K // MMA_K):
+                            ptx.tcgen05_mma(tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
+                                            sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, kc + k)
+                        ptx.tcgen05_commit(base + EMPTY0 + 8 * stage)  # stage free once these MMAs are done
+                        stage, phase = advance(stage, phase, DEPTH)
+                    ptx.tcgen05_commit(mma2ld)  # the whole tile is in TMEM
+        elif warp < 4:
+            ptx.set_warp_role(ROLE_WRITEBACK)
+            packed = cuda.local.array(MAX_PACKED, uint32)
+            acc_phase = 0
+            for t in range(cuda.blockIdx.x, num_tiles, cuda.gridDim.x):
+                m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
+                ptx.mbarrier_wait(mma2ld, acc_phase)
+                acc_phase ^= 1
+                ptx.tcgen05_fence_after()
+                tmem_load_packed(packed, tmem, warp, 0, BLOCK_N)
+                ptx.tcgen05_fence_before()
+                ptx.mbarrier_arrive(ld2mma)  # TMEM is free for the next tile's MMAs
+                ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the last store has read the staging
+                packed_to_staging(smem32, D_STAGING, packed, tid, BLOCK_N)
+                ptx.fence_proxy_async()
+                ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete
+                if tid == 0:
+                    store_staging(tmap_d, base + D_STAGING, m_idx * BLOCK_M, n_idx * BLOCK_N, BLOCK_N)
+
+        cuda.syncthreads()
+        tmem_free(warp, 0, tmem, TMEM_COLS)
+
+    return gemm_v7_kernel, plan
+
+
+gemm_v7_kernel, plan = make_kernel(DEFAULT_DEPTH)
+SIGNATURE = "void(uint64, uint64, uint64, int32, int32, int32)"
+LIMITS = "M and N multiples of 128, K a multiple of 64; persistent, warp-specialized"
+
+
+def gemm_v7(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
+            num_ctas=None):
+    """D = A @ B.T with a TMA warp, an MMA warp and a writeback warpgroup (persistent grid)."""
+    from .host import check_operands, choose_backend
+
+    if not isinstance(pipe_depth, int) or pipe_depth < 1:
+        raise ValueError(f"pipe_depth must be a positive int, got {pipe_depth!r}")
+    m, n, k = check_operands(a, b, chapter=7, tile_m=BLOCK_M, tile_n=BLOCK_N, tile_k=BLOCK_K)
+    backend = choose_backend(backend, 7)
+    tiles = (m // BLOCK_M) * (n // BLOCK_N)
+    if num_ctas is None:
+        num_ctas = EMULATOR_CTAS if backend == "emulator" else _sm_count()
+    kernel, kplan = make_kernel(pipe_depth, group)
+    return tma_launch(kernel, (min(num_ctas, tiles), 1), a, b, m, n, k, backend, policy, seed, trace, plan=kplan,
+                      threads=THREADS, boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, 64)),
+                      extra=(m // BLOCK_M, n // BLOCK_N))
+
+
+def _sm_count():
+    from ..runtime.device import gpu_info
+
+    return gpu_info().sm_count
