@@ -55,4 +55,10 @@ CHAPTERS = {
                (256, 256, 320)),
     6: Chapter(6, "A persistent kernel", "v6_persistent", "gemm_v6", "gemm_v6_kernel", (128, 128, 64),
                (512, 384, 192)),
+    7: Chapter(7, "Warp specialization", "v7_warp_specialized", "gemm_v7", "gemm_v7_kernel", (128, 128, 64),
+               (512, 384, 192)),
+    8: Chapter(8, "The two-CTA cluster", "v8_two_cta", "gemm_v8", "gemm_v8_kernel", (256, 256, 64),
+               (512, 768, 192)),
+    9: Chapter(9, "Two MMA consumers", "v9_two_consumers", "gemm_v9", "gemm_v9_kernel", (512, 256, 64),
+               (1024, 512, 192)),
 }

@@ -23,6 +23,13 @@ CASES = [
     (5, (128, 128, 256), {"pipe_depth": 3}),  # 4 chunks, not a multiple of 3
     (6, (512, 384, 192), {}),  # 12 tiles over 3 CTAs, 3 chunks (odd) per tile
     (6, (384, 256, 256), {"num_ctas": 4, "group": 2}),  # 6 tiles over 4 CTAs: uneven
+    (7, (512, 384, 192), {}),  # depth 4, 3 chunks (< depth, odd), 12 tiles over 3 CTAs
+    (7, (256, 256, 320), {"pipe_depth": 2}),  # depth 2, 5 chunks: odd, wraps the ring
+    (7, (384, 128, 256), {"pipe_depth": 4, "num_ctas": 2}),  # 4 chunks = depth, 3 tiles over 2 CTAs
+    (8, (512, 768, 192), {}),  # 6 cluster tiles over 2 clusters, 3 chunks
+    (8, (256, 512, 320), {"pipe_depth": 2}),  # 5 chunks, depth 2
+    (9, (1024, 512, 192), {}),  # 4 cluster tiles (512 x 256) over 2 clusters
+    (9, (512, 768, 128), {"pipe_depth": 3, "num_clusters": 2}),  # 3 tiles over 2 clusters, 2 chunks
 ]
 
 

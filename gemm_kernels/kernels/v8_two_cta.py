@@ -1,0 +1,200 @@
+"""Step 8: a cluster of two CTAs computes a 256 x 256 tile with cta_group::2 MMAs.
+
+CTA r (r = %cluster_ctarank, 0 or 1) loads rows [128 r, 128 r + 128) of the cluster tile's A and
+rows [128 r, 128 r + 128) of its B into its own shared memory, at the same offsets in both CTAs.
+The even CTA's MMA warp issues one M = 256, N = 256, K = 16 MMA that reads both CTAs' halves and
+writes rows 0-127 of D into CTA 0's TMEM and rows 128-255 into CTA 1's (256 columns each). So
+each CTA writes back a 128 x 256 half of the tile, in two 128-column chunks.
+
+What changes in the handoffs (step 7's names):
+  tma2mma[s]  only the leader's is used: both CTAs' TMA loads (.cta_group::2) complete bytes on
+              it; the leader's producer announces all 64 KiB (both CTAs' A and B halves)
+  mma2tma[s]  the leader's commit multicasts to the same barrier in both CTAs (mask 0b11)
+  mma2ld      likewise: both writebacks learn their half of the accumulator is ready
+  ld2mma      the leader's, 256 arrivals: its own 128 writeback threads and the peer's 128,
+              which arrive remotely through a mapa address
+Set-up and teardown become cluster-wide: barrier inits are fenced and published with the cluster
+barrier, TMEM is allocated and freed by both CTAs together (cta_group::2), and the cluster barrier
+guarantees neither CTA frees TMEM while the other still uses it."""
+import functools
+
+from numba import cuda, uint8, uint32
+
+from .. import ptx
+from ..layouts import make_instr_desc
+from ..pipeline import advance, grouped_tile
+from ..smem_plan import SmemPlan
+from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
+from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
+from .epilogue import MAX_PACKED, packed_to_staging, store_staging, tmem_load_packed
+from .v4_tma import tma_launch
+from .v6_persistent import GROUP
+
+CTA_M, CTA_N, BLOCK_K, MMA_K = 128, 128, 64, 16  # what one CTA loads per stage
+CLUSTER_M, CLUSTER_N = 256, 256
+THREADS = 256
+TILE_BYTES = CTA_M * BLOCK_K * 2
+TMEM_COLS = CLUSTER_N  # 256 fp32 columns: this CTA's 128 rows x all 256 columns
+EPI_COLS = 128  # writeback chunk
+IDESC = make_instr_desc(CLUSTER_M, CLUSTER_N, cta_group=2)
+DEFAULT_DEPTH = 4
+EMULATOR_CLUSTERS = 2
+WRITEBACK_BARRIER = 1
+PRODUCER_WARP, MMA_WARP = 4, 5
+PAIR = 0b11  # commit multicast mask: both CTAs of the pair
+
+
+def make_plan(depth):
+    plan = SmemPlan()
+    offs = dict(
+        a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
+        b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
+        d=plan.add("D staging", CTA_M * EPI_COLS * 2, align=1024),
+        full=plan.add("tma2mma", 8, align=8, count=depth),
+        empty=plan.add("mma2tma", 8, align=8, count=depth),
+        acc_full=plan.add("mma2ld", 8, align=8),
+        acc_empty=plan.add("ld2mma", 8, align=8),
+        slot=plan.add("TMEM address slot", 4, align=4),
+    )
+    return plan.check(f"a {depth}-stage pipeline"), offs
+
+
+@functools.lru_cache(maxsize=None)
+def make_kernel(depth, group=GROUP):
+    plan, o = make_plan(depth)
+    A0, B0, D_STAGING, FULL0, EMPTY0, MMA2LD, LD2MMA, TMEM_SLOT = (
+        o[k] for k in ("a", "b", "d", "full", "empty", "acc_full", "acc_empty", "slot"))
+    DEPTH, GROUP_M = depth, group
+
+    @cuda.jit
+    def gemm_v8_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n):
+        smem = cuda.shared.array(0, uint8, alignment=1024)
+        smem32 = cuda.shared.array(0, uint32, alignment=1024)
+        base = ptx.shared_addr(smem)
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        rank = ptx.cluster_ctarank()
+        cluster = cuda.blockIdx.x // 2
+        num_clusters = cuda.gridDim.x // 2
+        num_tiles = num_m * num_n
+        mma2ld = base + MMA2LD
+        ld2mma = base + LD2MMA
+
+        if tid == 0:
+            ptx.fence_proxy_tensormap_acquire(tmap_a)
+            ptx.fence_proxy_tensormap_acquire(tmap_b)
+            ptx.fence_proxy_tensormap_acquire(tmap_d)
+            for s in range(DEPTH):
+                ptx.mbarrier_init(base + FULL0 + 8 * s, 1)
+                ptx.mbarrier_init(base + EMPTY0 + 8 * s, 1)
+            ptx.mbarrier_init(mma2ld, 1)
+            ptx.mbarrier_init(ld2mma, 2 * 128)
+            ptx.fence_mbarrier_init()
+        if warp == 0:
+            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
+        ptx.cluster_arrive()  # barriers initialised and TMEM allocated in both CTAs
+        ptx.cluster_wait()
+        tmem = smem32[TMEM_SLOT // 4]
+
+        if warp == PRODUCER_WARP:
+            ptx.set_warp_role(ROLE_TMA)
+            if ptx.elect_sync():
+                stage = 0
+                phase = 1
+                for t in range(cluster, num_tiles, num_clusters):
+                    m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
+                    for kc in range(k_tiles):
+                        ptx.mbarrier_wait_cluster(base + EMPTY0 + 8 * stage, phase)
+                        leader_full = ptx.mapa(base + FULL0 + 8 * stage, 0)
+                        if rank == 0:  # the leader announces both CTAs' bytes
+                            ptx.mbarrier_arrive_expect_tx(leader_full, 2 * 2 * TILE_BYTES)
+                        ptx.tma_load_2d_cg2(base + A0 + stage * TILE_BYTES, tmap_a, kc * BLOCK_K,
+                                            m_idx * CLUSTER_M + rank * CTA_M, leader_full)
+                        ptx.tma_load_2d_cg2(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K,
+                                            n_idx * CLUSTER_N + rank * CTA_N, leader_full)
+                        stage, phase = advance(stage, phase, DEPTH)
+        elif warp == MMA_WARP:
+            if rank == 0:
+                ptx.set_warp_role(ROLE_MMA)
+                if ptx.elect_sync():
+                    stage = 0
+                    phase = 0
+                    acc_phase = 1
+                    for t in range(cluster, num_tiles, num_clusters):
+                        ptx.mbarrier_wait_cluster(ld2mma, acc_phase)  # both CTAs have read the last tile
+                        acc_phase ^= 1
+                        ptx.tcgen05_fence_after()
+                        for kc in range(k_tiles):
+                            ptx.mbarrier_wait_cluster(base + FULL0 + 8 * stage, phase)
+                            ptx.tcgen05_fence_after()
+                            a_stage = base + A0 + stage * TILE_BYTES
+                            b_stage = base + B0 + stage * TILE_BYTES
+                            for k in range(BLOCK_K // MMA_K):
+                                ptx.tcgen05_mma_cg2(tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
+                                                    sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, kc + k)
+                            ptx.tcgen05_commit_cg2_multicast(base + EMPTY0 + 8 * stage, PAIR)
+                            stage, phase = advance(stage, phase, DEPTH)
+                        ptx.tcgen05_commit_cg2_multicast(mma2ld, PAIR)
+        elif warp < 4:
+            ptx.set_warp_role(ROLE_WRITEBACK)
+            packed = cuda.local.array(MAX_PACKED, uint32)
+            leader_ld2mma = ptx.mapa(ld2mma, 0)
+            acc_phase = 0
+            for t in range(cluster, num_tiles, num_clusters):
+                m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
+                row0 = m_idx * CLUSTER_M + rank * CTA_M
+                ptx.mbarrier_wait_cluster(mma2ld, acc_phase)
+                acc_phase ^= 1
+                ptx.tcgen05_fence_after()
+                for chunk in range(CLUSTER_N // EPI_COLS):
+                    tmem_load_packed(packed, tmem, warp, chunk * EPI_COLS, EPI_COLS)
+                    if chunk == CLUSTER_N // EPI_COLS - 1:  # every column read: the leader may reuse TMEM
+                        ptx.tcgen05_fence_before()
+                        ptx.mbarrier_arrive_cluster(leader_ld2mma)
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
+                    packed_to_staging(smem32, D_STAGING, packed, tid, EPI_COLS)
+                    ptx.fence_proxy_async()
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
+                    if tid == 0:
+                        store_staging(tmap_d, base + D_STAGING, row0, n_idx * CLUSTER_N + chunk * EPI_COLS,
+                                      EPI_COLS)
+
+        ptx.tcgen05_fence_before()
+        ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
+        ptx.cluster_wait()
+        if warp == 0:
+            ptx.tcgen05_fence_after()
+            ptx.tmem_relinquish_cg2()
+            ptx.tmem_dealloc_cg2(tmem, TMEM_COLS)
+
+    return gemm_v8_kernel, plan
+
+
+gemm_v8_kernel, plan = make_kernel(DEFAULT_DEPTH)
+SIGNATURE = "void(uint64, uint64, uint64, int32, int32, int32)"
+LIMITS = "M and N multiples of 256, K a multiple of 64; clusters of 2 CTAs"
+
+
+def gemm_v8(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
+            num_clusters=None):
+    """D = A @ B.T with two-CTA clusters and cta_group::2 MMAs (256 x 256 cluster tiles)."""
+    from .host import check_operands, choose_backend
+
+    if not isinstance(pipe_depth, int) or pipe_depth < 1:
+        raise ValueError(f"pipe_depth must be a positive int, got {pipe_depth!r}")
+    m, n, k = check_operands(a, b, chapter=8, tile_m=CLUSTER_M, tile_n=CLUSTER_N, tile_k=BLOCK_K)
+    backend = choose_backend(backend, 8)
+    tiles = (m // CLUSTER_M) * (n // CLUSTER_N)
+    if num_clusters is None:
+        num_clusters = EMULATOR_CLUSTERS if backend == "emulator" else _sm_count() // 2
+    kernel, kplan = make_kernel(pipe_depth, group)
+    return tma_launch(kernel, (2 * min(num_clusters, tiles), 1), a, b, m, n, k, backend, policy, seed, trace,
+                      plan=kplan, threads=THREADS, cluster=(2, 1, 1),
+                      boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, 64)),
+                      extra=(m // CLUSTER_M, n // CLUSTER_N))
+
+
+def _sm_count():
+    from ..runtime.device import gpu_info
+
+    return gpu_info().sm_count
