@@ -106,8 +106,8 @@ def make_kernel(depth, group=GROUP):
                     for kc in range(k_tiles):
                         ptx.mbarrier_wait_cluster(base + EMPTY0 + 8 * stage, phase)
                         leader_full = ptx.mapa(base + FULL0 + 8 * stage, 0)
-                        if rank == 0:  # the leader announces both CTAs' bytes
-                            ptx.mbarrier_arrive_expect_tx(leader_full, 2 * 2 * TILE_BYTES)
+                        if rank == 0:  # the leader announces both CTAs' bytes on its own (local) barrier
+                            ptx.mbarrier_arrive_expect_tx(base + FULL0 + 8 * stage, 2 * 2 * TILE_BYTES)
                         ptx.tma_load_2d_cg2(base + A0 + stage * TILE_BYTES, tmap_a, kc * BLOCK_K,
                                             m_idx * CLUSTER_M + rank * CTA_M, leader_full)
                         ptx.tma_load_2d_cg2(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K,

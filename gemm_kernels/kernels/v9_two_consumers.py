@@ -108,7 +108,7 @@ def make_kernel(depth, group=GROUP):
                         ptx.mbarrier_wait_cluster(base + EMPTY0 + 8 * stage, phase)
                         leader_full = ptx.mapa(base + FULL0 + 8 * stage, 0)
                         if rank == 0:
-                            ptx.mbarrier_arrive_expect_tx(leader_full, 2 * STAGE_TILES * TILE_BYTES)
+                            ptx.mbarrier_arrive_expect_tx(base + FULL0 + 8 * stage, 2 * STAGE_TILES * TILE_BYTES)
                         for c in range(CONSUMERS):
                             ptx.tma_load_2d_cg2(base + A0 + stage * A_STAGE_BYTES + c * TILE_BYTES, tmap_a,
                                                 kc * BLOCK_K, m_idx * CLUSTER_M + c * 256 + rank * CTA_M, leader_full)
