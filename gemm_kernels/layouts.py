@@ -31,7 +31,8 @@ tmem_warp_addr(base, warp, col)       tmem_warp_addr_dev                  tmem_w
 Numba trap: mixing an unsigned and a signed 64-bit integer (``uint64 + int64``) gives a float or a
 signed result depending on the version. The cores therefore cast every input and every constant to
 one unsigned type (``numba.uint32`` for swizzled offsets, instruction descriptors and TMEM
-addresses, ``numba.uint64`` for matrix descriptors) before doing arithmetic. The cores are
+addresses, ``numba.uint64`` for matrix descriptors) before doing arithmetic, and the 32-bit cores
+cast their result back to uint32 (Numba widens uint32 arithmetic to uint64). The cores are
 ``register_jitable``, so one core may call another from device code too.
 
 Sources: PTX ISA 9.7.16.4.1 (matrix descriptor), 9.7.16.4.2 (instruction descriptor, kind::f16),
@@ -76,7 +77,7 @@ def swizzle_raw(byte_offset, row_mask):
     """``off ^ (((off >> 7) & row_mask) << 4)`` in uint32: CuTe Swizzle<B,4,3> with
     row_mask = 2**B - 1 (7 for 128B, 3 for 64B, 1 for 32B, 0 for none)."""
     off = numba.uint32(byte_offset)
-    return off ^ (((off >> numba.uint32(7)) & numba.uint32(row_mask)) << numba.uint32(4))
+    return numba.uint32(off ^ (((off >> numba.uint32(7)) & numba.uint32(row_mask)) << numba.uint32(4)))
 
 
 @register_jitable
@@ -95,7 +96,7 @@ def tile_offset_k_major_sw128_raw(row, col, elem_bytes):
 def instr_desc_raw(m, n, a_fmt, b_fmt, d_fmt, a_mn, b_mn):
     """32-bit kind::f16 instruction descriptor: D format bits 4-5, A format 7-9, B format 10-12,
     A/B transpose (MN-major) bits 15/16, N >> 3 in 17-22, M >> 4 in 24-28."""
-    return ((numba.uint32(d_fmt) << numba.uint32(4))
+    return numba.uint32((numba.uint32(d_fmt) << numba.uint32(4))
             | (numba.uint32(a_fmt) << numba.uint32(7))
             | (numba.uint32(b_fmt) << numba.uint32(10))
             | (numba.uint32(a_mn) << numba.uint32(15))
@@ -136,23 +137,23 @@ def smem_desc_advance_k_raw(desc, byte_delta):
 @register_jitable
 def tmem_addr_raw(base, lane, col):
     """TMEM address: lane in bits 31-16, column in bits 15-0 (added to ``base``)."""
-    return numba.uint32(base) + (numba.uint32(lane) << numba.uint32(16)) + numba.uint32(col)
+    return numba.uint32(numba.uint32(base) + (numba.uint32(lane) << numba.uint32(16)) + numba.uint32(col))
 
 
 @register_jitable
 def tmem_lane_raw(addr):
-    return (numba.uint32(addr) >> numba.uint32(16)) & numba.uint32(0xFFFF)
+    return numba.uint32((numba.uint32(addr) >> numba.uint32(16)) & numba.uint32(0xFFFF))
 
 
 @register_jitable
 def tmem_col_raw(addr):
-    return numba.uint32(addr) & numba.uint32(0xFFFF)
+    return numba.uint32(numba.uint32(addr) & numba.uint32(0xFFFF))
 
 
 @register_jitable
 def tmem_warp_lane_base_raw(warp_id):
     """First TMEM lane a warp may access with tcgen05.ld/st: 32 * (warp_id % 4)."""
-    return numba.uint32(32) * (numba.uint32(warp_id) & numba.uint32(3))
+    return numba.uint32(numba.uint32(32) * (numba.uint32(warp_id) & numba.uint32(3)))
 
 
 @register_jitable
