@@ -1,0 +1,246 @@
+"""Small functions the chapter notebooks call, so that every listing, diff, SASS excerpt and check
+on a page is produced from the package itself, never pasted.
+
+* ``show_source(obj)``: the source of a kernel or device function, as a highlighted listing.
+* ``show_diff(chapter)``: a unified diff of chapter N's kernel against chapter N-1's.
+* ``show_sass(chapter, patterns)``: the lines of the chapter's real sm_100a build that match.
+* ``run_and_verify(chapter, m, n, k)``: run on a B200 if present, else on the emulator, and compare
+  with numpy; says which machine ran and raises if the result is wrong.
+* ``variant(chapter, replace)``: the chapter's kernel with a few lines edited (for "Break it"
+  exercises), run on the emulator through the chapter's own host entry.
+"""
+from __future__ import annotations
+
+import difflib
+import inspect
+import re
+import textwrap
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from .chapters import CHAPTERS
+
+#: The sm_100a opcodes the early chapters teach (nvdisasm spelling).
+TAUGHT_OPCODES = ("UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMALDG", "UTMASTG", "SYNCS")
+
+
+def _display_markdown(text):
+    """Show ``text`` as Markdown in a notebook (MyST-NB renders it); print it elsewhere."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+
+        if get_ipython() is not None:
+            display(Markdown(text))
+            return
+    except ImportError:  # pragma: no cover - IPython is part of the book's set-up
+        pass
+    print(text)
+
+
+def _fence(body, lang):
+    return f"```{lang}\n{body.rstrip()}\n```"
+
+
+def _function(obj):
+    """The Python function behind a chapter number, a ``cuda.jit`` kernel or device function."""
+    if isinstance(obj, int):
+        obj = CHAPTERS[obj].kernel
+    return getattr(obj, "py_func", obj)
+
+
+def source(obj):
+    """Source text of a chapter's kernel (``obj`` an int), a kernel, or a device function."""
+    return textwrap.dedent(inspect.getsource(_function(obj)))
+
+
+def show_source(obj, *, start=None, stop=None):
+    """Display the source of ``obj``; ``start``/``stop``: optional first and last line containing
+    those strings, to show one part of a long function."""
+    text = source(obj)
+    if start or stop:
+        lines = text.splitlines()
+        i = next(n for n, line in enumerate(lines) if start in line) if start else 0
+        j = next(n for n, line in enumerate(lines) if n >= i and stop in line) if stop else len(lines) - 1
+        text = "\n".join(lines[i:j + 1])
+    _display_markdown(_fence(text, "python"))
+
+
+def kernel_diff(chapter, previous=None, *, context=3):
+    """Unified diff of chapter ``chapter``'s kernel source against chapter ``previous``'s (default:
+    the chapter before), generated from the package sources."""
+    previous = chapter - 1 if previous is None else previous
+    old, new = CHAPTERS[previous], CHAPTERS[chapter]
+    old_src = source(previous).splitlines(keepends=True)
+    new_src = source(chapter).splitlines(keepends=True)
+    return "".join(difflib.unified_diff(old_src, new_src, fromfile=f"{old.module}.py:{old.kernel_name}",
+                                        tofile=f"{new.module}.py:{new.kernel_name}", n=context))
+
+
+def show_diff(chapter, previous=None, *, context=3):
+    """Display ``kernel_diff`` as a highlighted diff, with a count of lines added and removed."""
+    diff = kernel_diff(chapter, previous, context=context)
+    body = [line for line in diff.splitlines() if not line.startswith(("---", "+++"))]
+    added = sum(1 for line in body if line.startswith("+"))
+    removed = sum(1 for line in body if line.startswith("-"))
+    _display_markdown(f"{added} lines added, {removed} removed:\n\n" + _fence(diff, "diff"))
+
+
+# ------------------------------------------------------------------------------------------
+# SASS
+# ------------------------------------------------------------------------------------------
+
+def build_chapter(chapter):
+    """The chapter's kernel built for sm_100a (no GPU needed): a ``runtime.build.Build``."""
+    from .runtime.build import build
+    from .runtime.offline import target_device
+
+    ch = CHAPTERS[chapter]
+    with target_device((10, 0)):
+        return build(ch.kernel, ch.signature)
+
+
+_SASS_LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s*(.*?)\s*;?\s*$")
+
+
+def sass_lines(built, patterns=TAUGHT_OPCODES):
+    """[(address, instruction)] of the SASS lines whose text contains one of ``patterns``."""
+    out = []
+    for line in built.sass.splitlines():
+        m = _SASS_LINE.match(line)
+        if m and any(p in m.group(2) for p in patterns):
+            out.append((m.group(1), re.sub(r"\s+", " ", m.group(2)).rstrip(" ;")))
+    return out
+
+
+def show_sass(chapter, patterns=TAUGHT_OPCODES, *, limit=40):
+    """Print the chapter's sm_100a SASS lines that contain ``patterns`` and a count of each."""
+    built = build_chapter(chapter)
+    lines = sass_lines(built, patterns)
+    print(f"chapter {chapter}: {CHAPTERS[chapter].kernel_name} built for {built.arch}: "
+          f"{built.registers} registers/thread, {built.local_bytes} B local memory, "
+          f"{built.spill_stores + built.spill_loads} B spilled")
+    counts = {p: built.count(p) for p in patterns}
+    print("count: " + ", ".join(f"{p} {c}" for p, c in counts.items()))
+    print()
+    for addr, ins in lines[:limit]:
+        print(f"/*{addr}*/  {ins}")
+    if len(lines) > limit:
+        print(f"... ({len(lines) - limit} more)")
+    return built
+
+
+# ------------------------------------------------------------------------------------------
+# running and checking
+# ------------------------------------------------------------------------------------------
+
+def best_backend():
+    """("blackwell", why) when a B200 (compute capability 10.x) is visible, else ("emulator", why)."""
+    try:
+        from .runtime.device import gpu_info
+
+        info = gpu_info()
+    except Exception as exc:  # a broken driver install counts as "no GPU"
+        return "emulator", f"no usable CUDA driver ({type(exc).__name__})"
+    if info is None:
+        return "emulator", "no CUDA GPU found"
+    if tuple(info.compute_capability)[0] == 10:
+        return "blackwell", f"found {info.name}"
+    return "emulator", f"found {info.name}, which is not a B200"
+
+
+def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
+    """Run chapter ``chapter`` on the best backend and compare with the numpy reference.
+
+    ``m, n, k``: the shape on the emulator; ``gpu_shape``: the shape on a B200 (default: the same).
+    Prints which machine ran, the error and the tolerance; raises AssertionError on a mismatch."""
+    from .check import compare, random_operands, reference, tolerance
+
+    backend, why = best_backend()
+    if backend == "blackwell" and gpu_shape is not None:
+        m, n, k = gpu_shape
+    a, b = random_operands(m, n, k, seed=seed)
+    d = CHAPTERS[chapter].entry(a, b, backend=backend, **config)
+    cmp = compare(d, a, b)
+    ref = reference(a, b)
+    tol = tolerance(a, b, ref)
+    err = np.abs(np.asarray(d, dtype=np.float32) - ref.astype(np.float32))
+    worst = np.unravel_index(np.argmax(err / tol), err.shape)
+    print(f"backend: {backend} ({why})")
+    print(f"shape:   M={m}, N={n}, K={k}")
+    print(f"max |D - numpy| = {cmp.max_abs:.3g}")
+    print(f"tolerance at the worst element {tuple(int(i) for i in worst)}: {tol[worst]:.3g} "
+          f"(one fp16 ulp of the reference + K * 2^-24 * sum|a*b|); "
+          f"tolerances range {tol.min():.3g} .. {tol.max():.3g}")
+    print(f"{cmp.mismatches} of {cmp.total} elements out of tolerance -> {'OK' if cmp.ok else 'FAIL'}")
+    assert cmp.ok, cmp.report()
+    return d
+
+
+# ------------------------------------------------------------------------------------------
+# variants for "Break it" exercises
+# ------------------------------------------------------------------------------------------
+
+@dataclass
+class Variant:
+    """A chapter's kernel with some lines edited, and the chapter's host entry bound to it."""
+
+    chapter: int
+    kernel: types.FunctionType
+    entry: types.FunctionType
+    diff: str
+
+    def show(self):
+        _display_markdown(_fence(self.diff, "diff"))
+
+    def run(self, m, n, k, *, policy="lazy", seed=0):
+        """Run on the emulator; return the exception the emulator raised, or None (then also
+        print how the result compares with numpy)."""
+        from .check import compare, random_operands
+        from .emu import EmulatorError
+
+        a, b = random_operands(m, n, k)
+        try:
+            d = self.entry(a, b, backend="emulator", policy=policy, seed=seed)
+        except EmulatorError as exc:
+            return exc
+        print("no emulator error; against numpy: " + compare(d, a, b).report())
+        return None
+
+
+def variant(chapter, replace):
+    """Chapter ``chapter``'s kernel with each ``old -> new`` of ``replace`` applied to its source
+    (each ``old`` must occur exactly once), compiled in a copy of the kernel module's globals, with
+    the chapter's host entry rebound to it. For the emulator: nothing is added to the package."""
+    ch = CHAPTERS[chapter]
+    fn = _function(chapter)
+    src = source(chapter)
+    edited = src
+    for old, new in replace.items():
+        count = edited.count(old)
+        if count != 1:
+            raise ValueError(f"{old!r} occurs {count} times in {ch.kernel_name}; it must occur once")
+        edited = edited.replace(old, new)
+    diff = "".join(difflib.unified_diff(src.splitlines(keepends=True), edited.splitlines(keepends=True),
+                                        fromfile=f"{ch.module}.py (as in the package)",
+                                        tofile=f"{ch.module}.py (broken on purpose)", n=2))
+    code = "\n".join(line for line in edited.splitlines() if not line.lstrip().startswith("@cuda.jit"))
+    module_globals = dict(fn.__globals__)
+    exec(compile(code, f"<variant of {ch.module}.{ch.kernel_name}>", "exec"), module_globals)
+    kernel = module_globals[ch.kernel_name]
+    entry = getattr(ch.entry, "__wrapped__", ch.entry)
+    new_entry = types.FunctionType(entry.__code__, module_globals, entry.__name__, entry.__defaults__,
+                                   entry.__closure__)
+    new_entry.__kwdefaults__ = entry.__kwdefaults__
+    return Variant(chapter, kernel, new_entry, diff)
+
+
+def report(exc, width=100):
+    """Print an emulator diagnostic: its class and its message, wrapped to the page."""
+    print(f"{type(exc).__name__}:")
+    for para in str(exc).splitlines():
+        indent = len(para) - len(para.lstrip())
+        print(textwrap.fill(para.strip(), width=width, initial_indent=" " * (indent + 2),
+                            subsequent_indent=" " * (indent + 4)))
