@@ -12,21 +12,20 @@ objects, no exceptions. Each core is usable three ways:
 * **the emulator** runs a device function's ``.py_func`` (the core itself), which returns numpy
   ``uint32``/``uint64`` scalars with the same bits as on the GPU.
 
-====================================  ==================================  ==========================
-host (validated, returns int)         device function                     raw core
-====================================  ==================================  ==========================
-swizzle(off, mode)                    swizzle_dev(off, row_mask)          swizzle_raw
-swizzle_128b(off)                     swizzle_128b_dev(off)               swizzle_128b_raw
-tile_offset_k_major_sw128(r, c, eb)   tile_offset_k_major_sw128_dev       tile_offset_..._raw
-make_instr_desc(m, n, ...)            instr_desc_dev(m, n, a, b, d, ...)  instr_desc_raw
-make_smem_desc(addr, lbo=, sbo=, ..)  smem_desc_dev(addr, lbo, sbo, code,  smem_desc_raw
-                                      base_offset=0)
-(sbo, LBO 16 B, 128B swizzle)         smem_desc_sw128_kmajor_dev(a, sbo)  smem_desc_sw128_kmajor_raw
-smem_desc_advance_k(desc, delta)      smem_desc_advance_k_dev             smem_desc_advance_k_raw
-tmem_addr / tmem_lane / tmem_col      tmem_addr_dev / _lane_dev / _col_dev  tmem_*_raw
-tmem_warp_lane_base(warp)             tmem_warp_lane_base_dev             tmem_warp_lane_base_raw
-tmem_warp_addr(base, warp, col)       tmem_warp_addr_dev                  tmem_warp_addr_raw
-====================================  ==================================  ==========================
+Names, host API -> device function (all in this module; the raw core is ``<device name>`` with
+``_dev`` replaced by ``_raw``):
+
+    swizzle(off, mode)                      -> swizzle_dev(off, row_mask)
+    swizzle_128b(off)                       -> swizzle_128b_dev(off)
+    tile_offset_k_major_sw128(r, c, eb=2)   -> tile_offset_k_major_sw128_dev(r, c, eb)
+    make_instr_desc(m, n, ...)              -> instr_desc_dev(m, n, a_fmt, b_fmt, d_fmt, a_mn, b_mn)
+    make_smem_desc(addr, lbo=, sbo=, ...)   -> smem_desc_dev(addr, lbo, sbo, swizzle_code, base_offset=0)
+    (128B swizzle, K-major, LBO 16 B)       -> smem_desc_sw128_kmajor_dev(addr, sbo_bytes)
+    smem_desc_advance_k(desc, delta)        -> smem_desc_advance_k_dev(desc, delta)
+    tmem_addr(base, lane, col)              -> tmem_addr_dev(base, lane, col)
+    tmem_lane(addr), tmem_col(addr)         -> tmem_lane_dev(addr), tmem_col_dev(addr)
+    tmem_warp_lane_base(warp)               -> tmem_warp_lane_base_dev(warp)
+    tmem_warp_addr(base, warp, col)         -> tmem_warp_addr_dev(base, warp, col)
 
 Numba trap: mixing an unsigned and a signed 64-bit integer (``uint64 + int64``) gives a float or a
 signed result depending on the version. The cores therefore cast every input and every constant to
