@@ -26,22 +26,56 @@ from .chapters import CHAPTERS
 TAUGHT_OPCODES = ("UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMALDG", "UTMASTG", "SYNCS")
 
 
-def _display_markdown(text):
-    """Show ``text`` as Markdown in a notebook (MyST-NB renders it); print it elsewhere."""
+class _Listing:
+    """Code shown on a page: highlighted HTML whose long lines wrap with a hanging indent (the
+    kernels' lines are up to 120 characters; the book's text column is narrower), with Markdown and
+    plain-text forms for other front ends."""
+
+    def __init__(self, text, lang, note=""):
+        self.text, self.lang, self.note = text.rstrip("\n"), lang, note
+
+    def _repr_html_(self):
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import get_lexer_by_name
+
+        html = highlight(self.text, get_lexer_by_name(self.lang),
+                         HtmlFormatter(noclasses=True, nowrap=True, style="default"))
+        # pygments closes its spans at every line end, so the output splits into lines safely
+        rows = []
+        for raw, line in zip(self.text.split("\n"), html.rstrip("\n").split("\n")):
+            tint = ""
+            if self.lang == "diff" and raw[:1] in "+-" and not raw.startswith(("+++", "---")):
+                tint = "background:#e6ffec;" if raw.startswith("+") else "background:#ffebe9;"
+            rows.append(f'<span style="display:block;padding-left:6ch;text-indent:-6ch;{tint}">'
+                        f'{line or "&#8203;"}</span>')
+        body = "".join(rows)
+        note = f'<p style="margin:0 0 0.3em 0">{self.note}</p>' if self.note else ""
+        return (f'{note}<pre style="white-space:pre-wrap;overflow-wrap:anywhere;font-size:12px;line-height:1.35;'
+                f'background:#f8f8f8;color:#1a1a1a;border:1px solid #e0e0e0;border-radius:4px;padding:8px 10px;'
+                f'margin:0">{body}</pre>')
+
+    def _repr_markdown_(self):
+        note = f"{self.note}\n\n" if self.note else ""
+        return f"{note}```{self.lang}\n{self.text}\n```"
+
+    def __repr__(self):
+        return (self.note + "\n" if self.note else "") + self.text
+
+
+def _display_code(text, lang, note=""):
+    """Show code in a notebook (highlighted, wrapping); print it elsewhere."""
+    listing = _Listing(text, lang, note)
     try:
         from IPython import get_ipython
-        from IPython.display import Markdown, display
+        from IPython.display import display
 
         if get_ipython() is not None:
-            display(Markdown(text))
+            display(listing)
             return
     except ImportError:  # pragma: no cover - IPython is part of the book's set-up
         pass
-    print(text)
-
-
-def _fence(body, lang):
-    return f"```{lang}\n{body.rstrip()}\n```"
+    print(repr(listing))
 
 
 def _function(obj):
@@ -65,7 +99,7 @@ def show_source(obj, *, start=None, stop=None):
         i = next(n for n, line in enumerate(lines) if start in line) if start else 0
         j = next(n for n, line in enumerate(lines) if n >= i and stop in line) if stop else len(lines) - 1
         text = "\n".join(lines[i:j + 1])
-    _display_markdown(_fence(text, "python"))
+    _display_code(text, "python")
 
 
 def kernel_diff(chapter, previous=None, *, context=3):
@@ -85,7 +119,7 @@ def show_diff(chapter, previous=None, *, context=3):
     body = [line for line in diff.splitlines() if not line.startswith(("---", "+++"))]
     added = sum(1 for line in body if line.startswith("+"))
     removed = sum(1 for line in body if line.startswith("-"))
-    _display_markdown(f"{added} lines added, {removed} removed:\n\n" + _fence(diff, "diff"))
+    _display_code(diff, "diff", note=f"{added} lines added, {removed} removed:")
 
 
 # ------------------------------------------------------------------------------------------
@@ -119,16 +153,14 @@ def show_sass(chapter, patterns=TAUGHT_OPCODES, *, limit=40):
     """Print the chapter's sm_100a SASS lines that contain ``patterns`` and a count of each."""
     built = build_chapter(chapter)
     lines = sass_lines(built, patterns)
-    print(f"chapter {chapter}: {CHAPTERS[chapter].kernel_name} built for {built.arch}: "
-          f"{built.registers} registers/thread, {built.local_bytes} B local memory, "
-          f"{built.spill_stores + built.spill_loads} B spilled")
-    counts = {p: built.count(p) for p in patterns}
-    print("count: " + ", ".join(f"{p} {c}" for p, c in counts.items()))
-    print()
-    for addr, ins in lines[:limit]:
-        print(f"/*{addr}*/  {ins}")
+    head = (f"chapter {chapter}: {CHAPTERS[chapter].kernel_name}, built for {built.arch}\n"
+            f"{built.registers} registers/thread, {built.local_bytes} B local memory, "
+            f"{built.spill_stores + built.spill_loads} B spilled\n"
+            + ", ".join(f"{p} x{built.count(p)}" for p in patterns))
+    shown = [f"/*{addr}*/ {ins}" for addr, ins in lines[:limit]]
     if len(lines) > limit:
-        print(f"... ({len(lines) - limit} more)")
+        shown.append(f"... ({len(lines) - limit} more)")
+    _display_code(head + "\n\n" + "\n".join(shown), "text")
     return built
 
 
@@ -171,9 +203,9 @@ def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
     print(f"backend: {backend} ({why})")
     print(f"shape:   M={m}, N={n}, K={k}")
     print(f"max |D - numpy| = {cmp.max_abs:.3g}")
-    print(f"tolerance at the worst element {tuple(int(i) for i in worst)}: {tol[worst]:.3g} "
-          f"(one fp16 ulp of the reference + K * 2^-24 * sum|a*b|); "
-          f"tolerances range {tol.min():.3g} .. {tol.max():.3g}")
+    print(f"tolerance at the worst element {tuple(int(i) for i in worst)}: {tol[worst]:.3g}")
+    print(f"  (one fp16 ulp of the reference + K * 2^-24 * sum|a*b|;")
+    print(f"   over all elements it ranges {tol.min():.3g} .. {tol.max():.3g})")
     print(f"{cmp.mismatches} of {cmp.total} elements out of tolerance -> {'OK' if cmp.ok else 'FAIL'}")
     assert cmp.ok, cmp.report()
     return d
@@ -193,7 +225,7 @@ class Variant:
     diff: str
 
     def show(self):
-        _display_markdown(_fence(self.diff, "diff"))
+        _display_code(self.diff, "diff")
 
     def run(self, m, n, k, *, policy="lazy", seed=0):
         """Run on the emulator; return the exception the emulator raised, or None (then also
