@@ -6,8 +6,10 @@ accumulator row 32*(w%4) + i, 32 columns per tcgen05.ld."""
 from numba import cuda, float32, uint32
 
 from .. import ptx
+from ..layouts import tile_offset_k_major_sw128_dev
 
 COLS_PER_LD = 32
+PACKED_PER_LD = 16  # fp16 pairs from one 32-column load
 
 
 @cuda.jit(device=True, forceinline=True)
@@ -49,24 +51,27 @@ def tmem_load_packed(packed, tmem_base, warp_in_group, tmem_col0, ncols):
 
 
 @cuda.jit(device=True, forceinline=True)
-def packed_to_staging(smem32, staging_off, packed, row, ncols):
-    """Write one row of ncols fp16 values (as pairs) into the shared staging area at byte
-    ``staging_off``: ncols/64 boxes of 128 rows x 64 columns, each 128B-swizzled (16 KiB,
-    1024-aligned), the layout a TMA store with a 128B-swizzled box reads."""
+def packed_to_staging(smem32, staging_off, packed, row, col0, ncols):
+    """Write one row of ncols fp16 values (as pairs), staging columns [col0, col0 + ncols), into
+    the shared staging area at byte ``staging_off``: boxes of 128 rows x 64 columns, each
+    128B-swizzled (16 KiB, 1024-aligned), the layout a TMA store with a 128B-swizzled box reads."""
     for j in range(ncols // 2):
-        c = 2 * j
+        c = col0 + 2 * j
         box = staging_off + (c // STAGE_COLS) * (128 * 128)
         cc = c % STAGE_COLS
-        off = box + 128 * row + 16 * ((cc // 8) ^ (row % 8)) + 2 * (cc % 8)
+        off = box + tile_offset_k_major_sw128_dev(row, cc, 2)
         smem32[off // 4] = packed[j]
 
 
 @cuda.jit(device=True, forceinline=True)
 def tmem_rows_to_staging(smem32, staging_off, tmem_base, warp_in_group, lane, tmem_col0, ncols):
-    """TMEM -> registers (fp16 pairs) -> swizzled staging, for this thread's row."""
-    packed = cuda.local.array(MAX_PACKED, uint32)
-    tmem_load_packed(packed, tmem_base, warp_in_group, tmem_col0, ncols)
-    packed_to_staging(smem32, staging_off, packed, 32 * warp_in_group + lane, ncols)
+    """TMEM -> registers (fp16 pairs) -> swizzled staging, for this thread's row, 32 columns at a
+    time (few registers: nothing else is in flight while it runs)."""
+    packed = cuda.local.array(PACKED_PER_LD, uint32)
+    for chunk in range(ncols // COLS_PER_LD):
+        tmem_load_packed(packed, tmem_base, warp_in_group, tmem_col0 + chunk * COLS_PER_LD, COLS_PER_LD)
+        packed_to_staging(smem32, staging_off, packed, 32 * warp_in_group + lane, chunk * COLS_PER_LD,
+                          COLS_PER_LD)
 
 
 @cuda.jit(device=True, forceinline=True)

@@ -6,6 +6,8 @@ row r lives at chunk position c XOR (r % 8) of that row (layouts.tile_offset_k_m
 layout the TMA produces and the MMA's matrix descriptor expects."""
 from numba import cuda
 
+from ..layouts import tile_offset_k_major_sw128_dev
+
 ROWS, COLS = 128, 64
 CHUNK_ELEMS = 8  # 16 bytes of fp16
 
@@ -18,6 +20,6 @@ def copy_tile_sw128(smem16, tile_elem_offset, src, row0, col0, tid, nthreads):
     for chunk in range(tid, nchunks, nthreads):
         r = chunk // 8
         c = chunk % 8
-        dst = tile_elem_offset + r * 64 + ((c ^ (r % 8)) * CHUNK_ELEMS)
+        dst = tile_elem_offset + tile_offset_k_major_sw128_dev(r, c * CHUNK_ELEMS, 2) // 2
         for e in range(CHUNK_ELEMS):
             smem16[dst + e] = src[row0 + r, col0 + c * CHUNK_ELEMS + e]

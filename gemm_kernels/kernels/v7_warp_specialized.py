@@ -132,7 +132,7 @@ def make_kernel(depth, group=GROUP):
                 ptx.tcgen05_fence_before()
                 ptx.mbarrier_arrive(ld2mma)  # TMEM is free for the next tile's MMAs
                 ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the last store has read the staging
-                packed_to_staging(smem32, D_STAGING, packed, tid, BLOCK_N)
+                packed_to_staging(smem32, D_STAGING, packed, tid, 0, BLOCK_N)
                 ptx.fence_proxy_async()
                 ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete
                 if tid == 0:

@@ -152,7 +152,7 @@ def make_kernel(depth, group=GROUP):
                         ptx.tcgen05_fence_before()
                         ptx.mbarrier_arrive_cluster(leader_ld2mma)
                     ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
-                    packed_to_staging(smem32, D_STAGING, packed, tid, EPI_COLS)
+                    packed_to_staging(smem32, D_STAGING, packed, tid, 0, EPI_COLS)
                     ptx.fence_proxy_async()
                     ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
                     if tid == 0:
