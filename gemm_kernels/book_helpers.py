@@ -156,7 +156,7 @@ def show_sass(chapter, patterns=TAUGHT_OPCODES, *, limit=40):
     head = (f"chapter {chapter}: {CHAPTERS[chapter].kernel_name}, built for {built.arch}\n"
             f"{built.registers} registers/thread, {built.local_bytes} B local memory, "
             f"{built.spill_stores + built.spill_loads} B spilled\n"
-            + ", ".join(f"{p} x{built.count(p)}" for p in patterns))
+            + "lines containing " + ", ".join(f"{p}: {sum(p in ins for _, ins in lines)}" for p in patterns))
     shown = [f"/*{addr}*/ {ins}" for addr, ins in lines[:limit]]
     if len(lines) > limit:
         shown.append(f"... ({len(lines) - limit} more)")
