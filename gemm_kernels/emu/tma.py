@@ -44,6 +44,22 @@ class TensorMapModel:
         c = np.arange(row_bytes)[None, :]
         self._lin = (r * row_bytes + c).ravel()  # byte offset of each box byte before swizzling
 
+    def check_box_start(self, c0, c1, what):
+        """Refuse box positions the hardware faults on (an H200 raised CUDA_ERROR_ILLEGAL_INSTRUCTION
+        for each; tests/test_ground_truth.py): a box whose first column is not 16-byte aligned in
+        global memory, and a TMA store whose box starts at a negative coordinate. Loads may start at
+        negative coordinates (the out-of-bounds part is zero-filled)."""
+        if (c0 * self.elem) % 16:
+            raise MemoryFault(
+                f"{what} of {self.name} at (col {c0}, row {c1}): the box starts {c0 * self.elem} bytes into a row, "
+                f"not a multiple of 16; the TMA unit needs 16-byte aligned box starts in global memory (an H200 "
+                f"stops the kernel with an illegal-instruction error)")
+        if what.startswith("TMA store") and (c0 < 0 or c1 < 0):
+            raise MemoryFault(
+                f"{what} of {self.name} at (col {c0}, row {c1}): a TMA store box may not start at a negative "
+                f"coordinate (an H200 stops the kernel with an illegal-instruction error); out-of-bounds "
+                f"elements past the end of the matrix are skipped, but not before its start")
+
     def smem_addresses(self, dst):
         return swizzle_offsets(dst + self._lin, self.swizzle)
 
@@ -89,6 +105,7 @@ class TmaLoad(AsyncOp):
         super().__init__(thread, f"TMA load {tmap.name} box at (col {c0}, row {c1}) -> CTA {dst_cta.rank_text()} "
                                  f"{dst_cta.smem.name_of(dst_off)} signalling {bar.name} (issued by {thread})")
         self.tmap, self.cta, self.off, self.c0, self.c1, self.bar = tmap, dst_cta, dst_off, c0, c1, bar
+        tmap.check_box_start(c0, c1, f"TMA load issued by {thread}")
         self.addrs = tmap.smem_addresses(dst_off)
         self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + 1
         dst_cta.smem.check(self.lo, self.hi - self.lo, "TMA load destination")
@@ -122,6 +139,7 @@ class TmaStore(AsyncOp):
         super().__init__(thread, f"TMA store {thread.cta.smem.name_of(src_off)} -> {tmap.name} at (col {c0}, row {c1}) "
                                  f"(issued by {thread})")
         self.tmap, self.cta, self.c0, self.c1 = tmap, thread.cta, c0, c1
+        tmap.check_box_start(c0, c1, f"TMA store issued by {thread}")
         self.addrs = tmap.smem_addresses(src_off)
         self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + 1
         smem = thread.cta.smem

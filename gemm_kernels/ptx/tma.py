@@ -22,6 +22,18 @@ def _load(dst, tmap, c0, c1, bar, label):
     tm = tensor_map(t, tmap)
     dst_cta, dst_off = t.cta.resolve(dst, tm.box_bytes, "TMA load destination")
     b = t.cta.mbarrier(bar, "TMA load barrier")
+    if not label and b.cta is not dst_cta:
+        # An H200 ran this form with the barrier in the other CTA: the bytes landed in the destination
+        # and were counted on the barrier at the same offset in the DESTINATION CTA; the named barrier
+        # was never signalled (tests/test_ground_truth.py, cluster_tma_peer_barrier).
+        from ..emu.errors import MemoryFault
+
+        raise MemoryFault(
+            f"{t}: TMA load into CTA {dst_cta.rank_text()} signals mbarrier {b.name} of CTA {b.cta.rank_text()}; "
+            f"the plain cp.async.bulk.tensor form completes its bytes on the barrier in the destination CTA (on "
+            f"an H200 they were counted on the destination CTA's barrier at that offset, and the named barrier "
+            f"was never signalled: a hang). Put the barrier in the destination CTA, or use the .cta_group::2 "
+            f"form (tma_load_2d_cg2, sm_100a)")
     b.signal_from(t)
     op = TmaLoad(t, tm, dst_cta, dst_off, int(c0), int(c1), b, label)
     t.scheduler.submit(op)
