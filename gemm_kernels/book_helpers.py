@@ -238,7 +238,8 @@ class Variant:
             d = self.entry(a, b, backend="emulator", policy=policy, seed=seed)
         except EmulatorError as exc:
             return exc
-        print("no emulator error; against numpy: " + compare(d, a, b).report())
+        print("no emulator error; against numpy:")
+        print(textwrap.fill(compare(d, a, b).report(), width=76, initial_indent="  ", subsequent_indent="  "))
         return None
 
 
@@ -269,7 +270,58 @@ def variant(chapter, replace):
     return Variant(chapter, kernel, new_entry, diff)
 
 
-def report(exc, width=100):
+class _Table:
+    """A table that fits the book's text column: fixed layout, wrapping cells, `code` spans."""
+
+    HEAD = ("barrier", "arrivals that complete a phase", "who waits, for which phase",
+            "the protected data may be reused when")
+    WIDTHS = (20, 29, 22, 29)
+
+    def __init__(self, rows, head=None):
+        self.rows, self.head = rows, head or self.HEAD
+
+    @staticmethod
+    def _cell(text):
+        import html
+
+        parts = text.split("`")
+        return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
+
+    def _repr_html_(self):
+        cols = "".join(f'<col style="width:{w}%">' for w in self.WIDTHS)
+        th = "".join(f'<th style="text-align:left;vertical-align:bottom;padding:4px 6px">{self._cell(h)}</th>'
+                     for h in self.head)
+        body = "".join("<tr>" + "".join(f'<td style="vertical-align:top;padding:4px 6px;overflow-wrap:anywhere;border-top:1px solid #e0e0e0">'
+                                        f"{self._cell(c)}</td>" for c in row) + "</tr>" for row in self.rows)
+        return (f'<table style="table-layout:fixed;width:100%;font-size:0.85em;border-collapse:collapse">'
+                f"<colgroup>{cols}</colgroup><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>")
+
+    def _repr_markdown_(self):
+        lines = ["| " + " | ".join(self.head) + " |", "|" + "---|" * len(self.head)]
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self._repr_markdown_()
+
+
+def handoff_table(rows):
+    """Display a barrier handoff table: rows of (barrier, arrivals, waiters and phase, reuse rule);
+    text in backquotes is set as code."""
+    table = _Table(rows)
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+
+        if get_ipython() is not None:
+            display(table)
+            return
+    except ImportError:  # pragma: no cover
+        pass
+    print(repr(table))
+
+
+def report(exc, width=76):
     """Print an emulator diagnostic: its class and its message, wrapped to the page."""
     print(f"{type(exc).__name__}:")
     for para in str(exc).splitlines():

@@ -104,7 +104,7 @@ def draw_timeline(trace, ax=None, title=None, lanes=None, max_ctas=1, *, t0=None
     ``t0``: time shown as 0 (default: the first event shown)."""
     events, lanes = _select(trace, lanes, max_ctas)
     if ax is None:
-        height = max(2.2, 0.9 + 0.32 * len(lanes))
+        height = max(2.4, 1.4 + 0.3 * len(lanes))
         _, ax = plt.subplots(figsize=(10, height), layout="constrained")
     if not events:
         ax.text(0.5, 0.5, "no events", ha="center", va="center", transform=ax.transAxes)
@@ -136,21 +136,25 @@ def draw_timeline(trace, ax=None, title=None, lanes=None, max_ctas=1, *, t0=None
             ax.broken_barh([(start, width)], (y - 0.3, 0.6), facecolors=colour, edgecolors="white",
                            linewidth=0.6, zorder=3)
     ax.set_yticks(range(len(lanes)))
-    ax.set_yticklabels([_display_name(lane, strip_cta) for lane in lanes], fontsize=8)
+    ax.set_yticklabels([_display_name(lane, strip_cta) for lane in lanes], fontsize=10)
     ax.set_ylim(len(lanes) - 0.4, -0.6)
     ax.set_xlim(0, span * 1.01)
-    ax.set_xlabel(time_label(trace), fontsize=8)
-    ax.tick_params(axis="x", labelsize=8)
+    ax.set_xlabel(time_label(trace), fontsize=10)
+    ax.tick_params(axis="x", labelsize=10)
     ax.grid(axis="x", color="#dddddd", lw=0.5, zorder=0)
     ax.set_axisbelow(True)
     if title:
-        ax.set_title(title, fontsize=9, loc="left")
+        ax.set_title(title, fontsize=11, loc="left")
+    ax.timeline_ops = used  # what was drawn: side_by_side builds one legend for all panels
     if legend:
-        _legend(ax, used)
+        handles = _legend_handles(used)
+        if handles:
+            ax.legend(handles=handles, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22 - 0.4 / len(lanes)),
+                      ncol=min(4, len(handles)), frameon=False)
     return ax
 
 
-def _legend(ax, used):
+def _legend_handles(used):
     handles = []
     for op in ("tma.load", "mma", "tmem.ld", "tma.store", "store", "copy"):
         if op in used:
@@ -163,9 +167,7 @@ def _legend(ax, used):
         if op in used:
             handles.append(Line2D([0], [0], color=TICK_COLOURS[op], lw=1.4, marker="|", ms=8, ls="none",
                                   label=LABELS[op]))
-    if handles:
-        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False,
-                  borderaxespad=0.0)
+    return handles
 
 
 def side_by_side(traces, titles, *, lanes=None, max_ctas=1, sharex=True):
@@ -176,15 +178,21 @@ def side_by_side(traces, titles, *, lanes=None, max_ctas=1, sharex=True):
     for tr in traces:
         _, shown = _select(tr, lanes, max_ctas)
         counts.append(len(shown))
-    height = sum(0.8 + 0.3 * c for c in counts) + 0.4
+    height = sum(0.6 + 0.3 * c for c in counts) + 1.0
     fig, axes = plt.subplots(len(traces), 1, figsize=(10, height), sharex=sharex, layout="constrained",
-                             height_ratios=[0.8 + 0.3 * c for c in counts])
+                             height_ratios=[0.6 + 0.3 * c for c in counts])
     if len(traces) == 1:
         axes = [axes]
+    used = set()
     for i, (ax, tr, title) in enumerate(zip(axes, traces, titles)):
-        draw_timeline(tr, ax=ax, title=title, lanes=lanes, max_ctas=max_ctas)
+        draw_timeline(tr, ax=ax, title=title, lanes=lanes, max_ctas=max_ctas, legend=False)
+        used |= ax.timeline_ops
         if sharex and i < len(traces) - 1:
             ax.set_xlabel("")
+    handles = _legend_handles(used)
+    if handles:
+        fig.legend(handles=handles, fontsize=9, loc="outside lower center", ncol=min(4, len(handles)),
+                   frameon=False)
     if sharex:
         right = max(max(e.end for e in tr.events if max_ctas is None or e.cta < max_ctas)
                     - min(e.start for e in tr.events if max_ctas is None or e.cta < max_ctas) for tr in traces)
