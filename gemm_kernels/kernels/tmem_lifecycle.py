@@ -18,5 +18,6 @@ def tmem_free(warp, alloc_warp, tmem_base, ncols):
     """The allocating warp gives the permit back and frees the columns. Call it after a barrier
     that every reader and the last MMA commit are ordered before."""
     if warp == alloc_warp:
+        ptx.tcgen05_fence_after()  # order the readers' TMEM accesses (before the barrier) first
         ptx.tmem_relinquish()
         ptx.tmem_dealloc(tmem_base, ncols)

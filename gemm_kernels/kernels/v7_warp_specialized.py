@@ -7,8 +7,10 @@
 Four barrier handoffs connect them (the chapter's table):
   tma2mma[s]  stage s is full      TMA bytes + the producer's arrive.expect_tx   -> MMA waits
   mma2tma[s]  stage s is empty     commit after the MMAs that read it            -> producer waits
-  mma2ld      accumulator is ready commit after the tile's last MMA              -> writeback waits
-  ld2mma      accumulator is free  128 writeback threads arrive after their loads -> MMA waits
+  mma2ld[a]   accumulator a ready  commit after the tile's last MMA              -> writeback waits
+  ld2mma[a]   accumulator a free   128 writeback threads arrive after their loads -> MMA waits
+TMEM holds ACC_STAGES (default 2) accumulators of 128 columns, used in turn like the smem ring, so
+the MMAs of tile i+1 run while the writeback drains tile i.
 A ring position is a (stage, phase) pair (pipeline.advance). The producer starts at phase 1 on the
 empty barriers: a fresh barrier's "previous phase" counts as complete, so its first pass through
 the ring does not wait. The writeback synchronises on its own named barrier, never the CTA's."""
@@ -30,14 +32,15 @@ from .v6_persistent import EMULATOR_CTAS, GROUP
 BLOCK_M, BLOCK_N, BLOCK_K, MMA_K = 128, 128, 64, 16
 THREADS = 256
 TILE_BYTES = BLOCK_M * BLOCK_K * 2
-TMEM_COLS = 128
+ACC_COLS = 128  # one fp32 accumulator of a 128 x 128 tile
 IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
 DEFAULT_DEPTH = 4
+DEFAULT_ACC_STAGES = 2  # TMEM accumulators: the MMA fills one while the writeback drains the other
 WRITEBACK_BARRIER = 1  # named barrier ID of warpgroup 0 (0 is __syncthreads)
 PRODUCER_WARP, MMA_WARP = 4, 5
 
 
-def make_plan(depth):
+def make_plan(depth, acc_stages=DEFAULT_ACC_STAGES):
     plan = SmemPlan()
     offs = dict(
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
@@ -45,19 +48,22 @@ def make_plan(depth):
         d=plan.add("D staging", BLOCK_M * BLOCK_N * 2, align=1024),
         full=plan.add("tma2mma", 8, align=8, count=depth),
         empty=plan.add("mma2tma", 8, align=8, count=depth),
-        acc_full=plan.add("mma2ld", 8, align=8),
-        acc_empty=plan.add("ld2mma", 8, align=8),
+        acc_full=plan.add("mma2ld", 8, align=8, count=acc_stages),
+        acc_empty=plan.add("ld2mma", 8, align=8, count=acc_stages),
         slot=plan.add("TMEM address slot", 4, align=4),
     )
     return plan.check(f"a {depth}-stage pipeline"), offs
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(depth, group=GROUP):
-    plan, o = make_plan(depth)
+def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
+    if acc_stages not in (1, 2, 4):
+        raise ValueError(f"acc_stages must be 1, 2 or 4 (x {ACC_COLS} TMEM columns, a power of 2 <= 512)")
+    plan, o = make_plan(depth, acc_stages)
     A0, B0, D_STAGING, FULL0, EMPTY0, MMA2LD, LD2MMA, TMEM_SLOT = (
         o[k] for k in ("a", "b", "d", "full", "empty", "acc_full", "acc_empty", "slot"))
-    DEPTH, GROUP_M = depth, group
+    DEPTH, GROUP_M, ACC = depth, group, acc_stages
+    TMEM_COLS = ACC_COLS * acc_stages
 
     @cuda.jit
     def gemm_v7_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n):
@@ -66,19 +72,15 @@ def make_kernel(depth, group=GROUP):
         base = ptx.shared_addr(smem)
         tid = cuda.threadIdx.x
         warp = tid // 32
-        mma2ld = base + MMA2LD
-        ld2mma = base + LD2MMA
         num_tiles = num_m * num_n
 
         if tid == 0:
-            ptx.fence_proxy_tensormap_acquire(tmap_a)
-            ptx.fence_proxy_tensormap_acquire(tmap_b)
-            ptx.fence_proxy_tensormap_acquire(tmap_d)
             for s in range(DEPTH):
                 ptx.mbarrier_init(base + FULL0 + 8 * s, 1)
                 ptx.mbarrier_init(base + EMPTY0 + 8 * s, 1)
-            ptx.mbarrier_init(mma2ld, 1)
-            ptx.mbarrier_init(ld2mma, 128)
+            for s in range(ACC):
+                ptx.mbarrier_init(base + MMA2LD + 8 * s, 1)
+                ptx.mbarrier_init(base + LD2MMA + 8 * s, 128)
             ptx.fence_mbarrier_init()
         tmem_allocate(warp, 0, base + TMEM_SLOT, TMEM_COLS)
         cuda.syncthreads()
@@ -87,6 +89,9 @@ def make_kernel(depth, group=GROUP):
         if warp == PRODUCER_WARP:
             ptx.set_warp_role(ROLE_TMA)
             if ptx.elect_sync():
+                # this thread issues every load: it acquires the host-written tensor maps itself
+                ptx.fence_proxy_tensormap_acquire(tmap_a)
+                ptx.fence_proxy_tensormap_acquire(tmap_b)
                 stage = 0
                 phase = 1  # the producer's first pass finds every stage empty
                 for t in range(cuda.blockIdx.x, num_tiles, cuda.gridDim.x):
@@ -103,34 +108,39 @@ def make_kernel(depth, group=GROUP):
             if ptx.elect_sync():
                 stage = 0
                 phase = 0
-                acc_phase = 1  # the accumulator starts free
+                acc = 0
+                acc_phase = 1  # the accumulators start free
                 for t in range(cuda.blockIdx.x, num_tiles, cuda.gridDim.x):
-                    ptx.mbarrier_wait(ld2mma, acc_phase)  # the writeback has read the last tile
-                    acc_phase ^= 1
+                    ptx.mbarrier_wait(base + LD2MMA + 8 * acc, acc_phase)  # drained by the writeback
                     ptx.tcgen05_fence_after()
+                    d_tmem = tmem + acc * ACC_COLS
                     for kc in range(k_tiles):
                         ptx.mbarrier_wait(base + FULL0 + 8 * stage, phase)
                         ptx.tcgen05_fence_after()
                         a_stage = base + A0 + stage * TILE_BYTES
                         b_stage = base + B0 + stage * TILE_BYTES
                         for k in range(BLOCK_K // MMA_K):
-                            ptx.tcgen05_mma(tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
+                            ptx.tcgen05_mma(d_tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
                                             sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, kc + k)
                         ptx.tcgen05_commit(base + EMPTY0 + 8 * stage)  # stage free once these MMAs are done
                         stage, phase = advance(stage, phase, DEPTH)
-                    ptx.tcgen05_commit(mma2ld)  # the whole tile is in TMEM
+                    ptx.tcgen05_commit(base + MMA2LD + 8 * acc)  # the whole tile is in TMEM
+                    acc, acc_phase = advance(acc, acc_phase, ACC)
         elif warp < 4:
             ptx.set_warp_role(ROLE_WRITEBACK)
             packed = cuda.local.array(MAX_PACKED, uint32)
+            if tid == 0:  # the thread that issues the stores acquires the D tensor map
+                ptx.fence_proxy_tensormap_acquire(tmap_d)
+            acc = 0
             acc_phase = 0
             for t in range(cuda.blockIdx.x, num_tiles, cuda.gridDim.x):
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
-                ptx.mbarrier_wait(mma2ld, acc_phase)
-                acc_phase ^= 1
+                ptx.mbarrier_wait(base + MMA2LD + 8 * acc, acc_phase)
                 ptx.tcgen05_fence_after()
-                tmem_load_packed(packed, tmem, warp, 0, BLOCK_N)
+                tmem_load_packed(packed, tmem, warp, acc * ACC_COLS, BLOCK_N)
                 ptx.tcgen05_fence_before()
-                ptx.mbarrier_arrive(ld2mma)  # TMEM is free for the next tile's MMAs
+                ptx.mbarrier_arrive(base + LD2MMA + 8 * acc)  # this accumulator may be refilled
+                acc, acc_phase = advance(acc, acc_phase, ACC)
                 ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the last store has read the staging
                 packed_to_staging(smem32, D_STAGING, packed, tid, 0, BLOCK_N)
                 ptx.fence_proxy_async()
@@ -150,7 +160,7 @@ LIMITS = "M and N multiples of 128, K a multiple of 64; persistent, warp-special
 
 
 def gemm_v7(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
-            num_ctas=None):
+            num_ctas=None, acc_stages=DEFAULT_ACC_STAGES):
     """D = A @ B.T with a TMA warp, an MMA warp and a writeback warpgroup (persistent grid)."""
     from .host import check_operands, choose_backend
 
@@ -161,7 +171,7 @@ def gemm_v7(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_dept
     tiles = (m // BLOCK_M) * (n // BLOCK_N)
     if num_ctas is None:
         num_ctas = EMULATOR_CTAS if backend == "emulator" else _sm_count()
-    kernel, kplan = make_kernel(pipe_depth, group)
+    kernel, kplan = make_kernel(pipe_depth, group, acc_stages)
     return tma_launch(kernel, (min(num_ctas, tiles), 1), a, b, m, n, k, backend, policy, seed, trace, plan=kplan,
                       threads=THREADS, boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, 64)),
                       extra=(m // BLOCK_M, n // BLOCK_N))

@@ -10,9 +10,12 @@ What changes in the handoffs (step 7's names):
   tma2mma[s]  only the leader's is used: both CTAs' TMA loads (.cta_group::2) complete bytes on
               it; the leader's producer announces all 64 KiB (both CTAs' A and B halves)
   mma2tma[s]  the leader's commit multicasts to the same barrier in both CTAs (mask 0b11)
-  mma2ld      likewise: both writebacks learn their half of the accumulator is ready
-  ld2mma      the leader's, 256 arrivals: its own 128 writeback threads and the peer's 128,
+  mma2ld[a]   likewise: both writebacks learn their half of accumulator a is ready
+  ld2mma[a]   the leader's, 256 arrivals: its own 128 writeback threads and the peer's 128,
               which arrive remotely through a mapa address
+Two accumulators of 256 columns fill all 512 TMEM columns (step 7's double buffering). Waits use
+the CTA-scope form, as CUTLASS does: the mbarrier's transaction count and the tcgen05 fences order
+the data; a cluster-scope acquire would also invalidate L1 at every wait.
 Set-up and teardown become cluster-wide: barrier inits are fenced and published with the cluster
 barrier, TMEM is allocated and freed by both CTAs together (cta_group::2), and the cluster barrier
 guarantees neither CTA frees TMEM while the other still uses it."""
@@ -34,17 +37,18 @@ CTA_M, CTA_N, BLOCK_K, MMA_K = 128, 128, 64, 16  # what one CTA loads per stage
 CLUSTER_M, CLUSTER_N = 256, 256
 THREADS = 256
 TILE_BYTES = CTA_M * BLOCK_K * 2
-TMEM_COLS = CLUSTER_N  # 256 fp32 columns: this CTA's 128 rows x all 256 columns
+ACC_COLS = CLUSTER_N  # one accumulator: this CTA's 128 rows x all 256 columns, fp32
 EPI_COLS = 128  # writeback chunk
 IDESC = make_instr_desc(CLUSTER_M, CLUSTER_N, cta_group=2)
 DEFAULT_DEPTH = 4
+DEFAULT_ACC_STAGES = 2  # 2 x 256 columns: all of TMEM
 EMULATOR_CLUSTERS = 2
 WRITEBACK_BARRIER = 1
 PRODUCER_WARP, MMA_WARP = 4, 5
 PAIR = 0b11  # commit multicast mask: both CTAs of the pair
 
 
-def make_plan(depth):
+def make_plan(depth, acc_stages=DEFAULT_ACC_STAGES):
     plan = SmemPlan()
     offs = dict(
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
@@ -52,19 +56,22 @@ def make_plan(depth):
         d=plan.add("D staging", CTA_M * EPI_COLS * 2, align=1024),
         full=plan.add("tma2mma", 8, align=8, count=depth),
         empty=plan.add("mma2tma", 8, align=8, count=depth),
-        acc_full=plan.add("mma2ld", 8, align=8),
-        acc_empty=plan.add("ld2mma", 8, align=8),
+        acc_full=plan.add("mma2ld", 8, align=8, count=acc_stages),
+        acc_empty=plan.add("ld2mma", 8, align=8, count=acc_stages),
         slot=plan.add("TMEM address slot", 4, align=4),
     )
     return plan.check(f"a {depth}-stage pipeline"), offs
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(depth, group=GROUP):
-    plan, o = make_plan(depth)
+def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
+    if acc_stages not in (1, 2):
+        raise ValueError(f"acc_stages must be 1 or 2 (x {ACC_COLS} TMEM columns <= 512)")
+    plan, o = make_plan(depth, acc_stages)
     A0, B0, D_STAGING, FULL0, EMPTY0, MMA2LD, LD2MMA, TMEM_SLOT = (
         o[k] for k in ("a", "b", "d", "full", "empty", "acc_full", "acc_empty", "slot"))
-    DEPTH, GROUP_M = depth, group
+    DEPTH, GROUP_M, ACC = depth, group, acc_stages
+    TMEM_COLS = ACC_COLS * acc_stages
 
     @cuda.jit
     def gemm_v8_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n):
@@ -77,18 +84,14 @@ def make_kernel(depth, group=GROUP):
         cluster = cuda.blockIdx.x // 2
         num_clusters = cuda.gridDim.x // 2
         num_tiles = num_m * num_n
-        mma2ld = base + MMA2LD
-        ld2mma = base + LD2MMA
 
         if tid == 0:
-            ptx.fence_proxy_tensormap_acquire(tmap_a)
-            ptx.fence_proxy_tensormap_acquire(tmap_b)
-            ptx.fence_proxy_tensormap_acquire(tmap_d)
             for s in range(DEPTH):
                 ptx.mbarrier_init(base + FULL0 + 8 * s, 1)
                 ptx.mbarrier_init(base + EMPTY0 + 8 * s, 1)
-            ptx.mbarrier_init(mma2ld, 1)
-            ptx.mbarrier_init(ld2mma, 2 * 128)
+            for s in range(ACC):
+                ptx.mbarrier_init(base + MMA2LD + 8 * s, 1)
+                ptx.mbarrier_init(base + LD2MMA + 8 * s, 2 * 128)
             ptx.fence_mbarrier_init()
         if warp == 0:
             ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
@@ -99,12 +102,15 @@ def make_kernel(depth, group=GROUP):
         if warp == PRODUCER_WARP:
             ptx.set_warp_role(ROLE_TMA)
             if ptx.elect_sync():
+                # this thread issues every load: it acquires the host-written tensor maps itself
+                ptx.fence_proxy_tensormap_acquire(tmap_a)
+                ptx.fence_proxy_tensormap_acquire(tmap_b)
                 stage = 0
                 phase = 1
                 for t in range(cluster, num_tiles, num_clusters):
                     m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait_cluster(base + EMPTY0 + 8 * stage, phase)
+                        ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
                         leader_full = ptx.mapa(base + FULL0 + 8 * stage, 0)
                         if rank == 0:  # the leader announces both CTAs' bytes on its own (local) barrier
                             ptx.mbarrier_arrive_expect_tx(base + FULL0 + 8 * stage, 2 * 2 * TILE_BYTES)
@@ -119,38 +125,42 @@ def make_kernel(depth, group=GROUP):
                 if ptx.elect_sync():
                     stage = 0
                     phase = 0
+                    acc = 0
                     acc_phase = 1
                     for t in range(cluster, num_tiles, num_clusters):
-                        ptx.mbarrier_wait_cluster(ld2mma, acc_phase)  # both CTAs have read the last tile
-                        acc_phase ^= 1
+                        ptx.mbarrier_wait(base + LD2MMA + 8 * acc, acc_phase)  # both CTAs drained it
                         ptx.tcgen05_fence_after()
+                        d_tmem = tmem + acc * ACC_COLS
                         for kc in range(k_tiles):
-                            ptx.mbarrier_wait_cluster(base + FULL0 + 8 * stage, phase)
+                            ptx.mbarrier_wait(base + FULL0 + 8 * stage, phase)
                             ptx.tcgen05_fence_after()
                             a_stage = base + A0 + stage * TILE_BYTES
                             b_stage = base + B0 + stage * TILE_BYTES
                             for k in range(BLOCK_K // MMA_K):
-                                ptx.tcgen05_mma_cg2(tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
+                                ptx.tcgen05_mma_cg2(d_tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
                                                     sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, kc + k)
                             ptx.tcgen05_commit_cg2_multicast(base + EMPTY0 + 8 * stage, PAIR)
                             stage, phase = advance(stage, phase, DEPTH)
-                        ptx.tcgen05_commit_cg2_multicast(mma2ld, PAIR)
+                        ptx.tcgen05_commit_cg2_multicast(base + MMA2LD + 8 * acc, PAIR)
+                        acc, acc_phase = advance(acc, acc_phase, ACC)
         elif warp < 4:
             ptx.set_warp_role(ROLE_WRITEBACK)
             packed = cuda.local.array(MAX_PACKED, uint32)
-            leader_ld2mma = ptx.mapa(ld2mma, 0)
+            if tid == 0:  # the thread that issues the stores acquires the D tensor map
+                ptx.fence_proxy_tensormap_acquire(tmap_d)
+            acc = 0
             acc_phase = 0
             for t in range(cluster, num_tiles, num_clusters):
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
                 row0 = m_idx * CLUSTER_M + rank * CTA_M
-                ptx.mbarrier_wait_cluster(mma2ld, acc_phase)
-                acc_phase ^= 1
+                ptx.mbarrier_wait(base + MMA2LD + 8 * acc, acc_phase)
                 ptx.tcgen05_fence_after()
                 for chunk in range(CLUSTER_N // EPI_COLS):
-                    tmem_load_packed(packed, tmem, warp, chunk * EPI_COLS, EPI_COLS)
-                    if chunk == CLUSTER_N // EPI_COLS - 1:  # every column read: the leader may reuse TMEM
+                    tmem_load_packed(packed, tmem, warp, acc * ACC_COLS + chunk * EPI_COLS, EPI_COLS)
+                    if chunk == CLUSTER_N // EPI_COLS - 1:  # every column read: the leader may refill it
                         ptx.tcgen05_fence_before()
-                        ptx.mbarrier_arrive_cluster(leader_ld2mma)
+                        ptx.mbarrier_arrive_cluster(ptx.mapa(base + LD2MMA + 8 * acc, 0))
+                        acc, acc_phase = advance(acc, acc_phase, ACC)
                     ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
                     packed_to_staging(smem32, D_STAGING, packed, tid, 0, EPI_COLS)
                     ptx.fence_proxy_async()
@@ -176,7 +186,7 @@ LIMITS = "M and N multiples of 256, K a multiple of 64; clusters of 2 CTAs"
 
 
 def gemm_v8(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
-            num_clusters=None):
+            num_clusters=None, acc_stages=DEFAULT_ACC_STAGES):
     """D = A @ B.T with two-CTA clusters and cta_group::2 MMAs (256 x 256 cluster tiles)."""
     from .host import check_operands, choose_backend
 
@@ -187,7 +197,7 @@ def gemm_v8(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_dept
     tiles = (m // CLUSTER_M) * (n // CLUSTER_N)
     if num_clusters is None:
         num_clusters = EMULATOR_CLUSTERS if backend == "emulator" else _sm_count() // 2
-    kernel, kplan = make_kernel(pipe_depth, group)
+    kernel, kplan = make_kernel(pipe_depth, group, acc_stages)
     return tma_launch(kernel, (2 * min(num_clusters, tiles), 1), a, b, m, n, k, backend, policy, seed, trace,
                       plan=kplan, threads=THREADS, cluster=(2, 1, 1),
                       boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, 64)),

@@ -81,9 +81,6 @@ def make_kernel(depth, group=GROUP):
         num_tiles = num_m * num_n
 
         if tid == 0:
-            ptx.fence_proxy_tensormap_acquire(tmap_a)
-            ptx.fence_proxy_tensormap_acquire(tmap_b)
-            ptx.fence_proxy_tensormap_acquire(tmap_d)
             for s in range(DEPTH):
                 ptx.mbarrier_init(base + FULL0 + 8 * s, 1)
                 ptx.mbarrier_init(base + EMPTY0 + 8 * s, CONSUMERS)  # both consumers' commits
@@ -100,12 +97,15 @@ def make_kernel(depth, group=GROUP):
         if warp == PRODUCER_WARP:
             ptx.set_warp_role(ROLE_TMA)
             if ptx.elect_sync():
+                # this thread issues every load: it acquires the host-written tensor maps itself
+                ptx.fence_proxy_tensormap_acquire(tmap_a)
+                ptx.fence_proxy_tensormap_acquire(tmap_b)
                 stage = 0
                 phase = 1
                 for t in range(cluster, num_tiles, num_clusters):
                     m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait_cluster(base + EMPTY0 + 8 * stage, phase)
+                        ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
                         leader_full = ptx.mapa(base + FULL0 + 8 * stage, 0)
                         if rank == 0:
                             ptx.mbarrier_arrive_expect_tx(base + FULL0 + 8 * stage, 2 * STAGE_TILES * TILE_BYTES)
@@ -125,11 +125,11 @@ def make_kernel(depth, group=GROUP):
                     acc_phase = 1
                     d_tmem = tmem + 256 * c
                     for t in range(cluster, num_tiles, num_clusters):
-                        ptx.mbarrier_wait_cluster(base + LD2MMA0 + 8 * c, acc_phase)
+                        ptx.mbarrier_wait(base + LD2MMA0 + 8 * c, acc_phase)
                         acc_phase ^= 1
                         ptx.tcgen05_fence_after()
                         for kc in range(k_tiles):
-                            ptx.mbarrier_wait_cluster(base + FULL0 + 8 * stage, phase)
+                            ptx.mbarrier_wait(base + FULL0 + 8 * stage, phase)
                             ptx.tcgen05_fence_after()
                             a_stage = base + A0 + stage * A_STAGE_BYTES + c * TILE_BYTES
                             b_stage = base + B0 + stage * TILE_BYTES
@@ -146,11 +146,13 @@ def make_kernel(depth, group=GROUP):
             leader_ld2mma = ptx.mapa(base + LD2MMA0 + 8 * c, 0)
             staging = D_STAGING0 + c * STAGING_BYTES
             row = tid % 128
+            if row == 0:  # the thread that issues the stores acquires the D tensor map
+                ptx.fence_proxy_tensormap_acquire(tmap_d)
             acc_phase = 0
             for t in range(cluster, num_tiles, num_clusters):
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
                 row0 = m_idx * CLUSTER_M + c * 256 + rank * CTA_M
-                ptx.mbarrier_wait_cluster(base + MMA2LD0 + 8 * c, acc_phase)
+                ptx.mbarrier_wait(base + MMA2LD0 + 8 * c, acc_phase)
                 acc_phase ^= 1
                 ptx.tcgen05_fence_after()
                 for chunk in range(256 // EPI_COLS):

@@ -19,7 +19,9 @@ Placeholders ``{name}`` name operands and results; literal PTX braces are double
 
 Numba traps handled here (see the project notes): Python int literals type as int64, so every
 operand is cast to its declared PTX width in codegen; asm that touches memory or ordering declares
-``~{memory}`` and is marked side-effecting so LLVM neither reorders nor deletes it.
+``~{memory}`` and is marked side-effecting so LLVM neither reorders nor deletes it; every call is
+``convergent`` (as clang marks CUDA inline asm), so LLVM cannot hoist or duplicate a warp-collective
+instruction into divergent code.
 """
 from __future__ import annotations
 
@@ -79,7 +81,10 @@ def asm_op(name, template, *, operands=(), results=(), doc, memory=True):
             else:
                 lret = ir.LiteralStructType([_IRTYPE[t] for t in res_types])
             fty = ir.FunctionType(lret, [_IRTYPE[t] for t in op_types])
-            out = builder.call(ir.InlineAsm(fty, text, constraint_str, side_effect=True), vals)
+            # convergent: LLVM must not move the asm into or out of divergent code (the
+            # .sync.aligned instructions require the whole warp to execute them together)
+            out = builder.call(ir.InlineAsm(fty, text, constraint_str, side_effect=True), vals,
+                               attrs=("convergent",))
             if len(res_types) > 1:
                 tup = context.get_value_type(ret)
                 acc = ir.Constant(tup, ir.Undefined)
@@ -137,4 +142,4 @@ def twin(op):
 def asm_statement(builder, text, constraints, argtys, args, ret=None):
     """Emit one side-effecting inline-asm statement from a hand-written intrinsic's codegen."""
     fty = ir.FunctionType(ret or ir.VoidType(), argtys)
-    return builder.call(ir.InlineAsm(fty, text, constraints, side_effect=True), args)
+    return builder.call(ir.InlineAsm(fty, text, constraints, side_effect=True), args, attrs=("convergent",))
