@@ -25,9 +25,9 @@ CASES = [
     (6, (384, 256, 256), {"num_ctas": 4, "group": 2}),  # 6 tiles over 4 CTAs: uneven
     (7, (512, 384, 192), {}),  # depth 4, 3 chunks (< depth, odd), 12 tiles over 3 CTAs
     (7, (256, 256, 320), {"pipe_depth": 2}),  # depth 2, 5 chunks: odd, wraps the ring
-    (7, (384, 128, 256), {"pipe_depth": 4, "num_ctas": 2}),  # 4 chunks = depth, 3 tiles over 2 CTAs
+    (7, (384, 128, 256), {"pipe_depth": 4, "num_ctas": 2, "acc_stages": 1}),  # 4 chunks = depth; one accumulator
     (8, (512, 768, 192), {}),  # 6 cluster tiles over 2 clusters, 3 chunks
-    (8, (256, 512, 320), {"pipe_depth": 2}),  # 5 chunks, depth 2
+    (8, (256, 512, 320), {"pipe_depth": 2, "acc_stages": 1}),  # 5 chunks, depth 2, one accumulator
     (9, (1024, 512, 192), {}),  # 4 cluster tiles (512 x 256) over 2 clusters
     (9, (512, 768, 128), {"pipe_depth": 3, "num_clusters": 2}),  # 3 tiles over 2 clusters, 2 chunks
 ]
