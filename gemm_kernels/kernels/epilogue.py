@@ -51,27 +51,26 @@ def tmem_load_packed(packed, tmem_base, warp_in_group, tmem_col0, ncols):
 
 
 @cuda.jit(device=True, forceinline=True)
-def packed_to_staging(smem32, staging_off, packed, row, col0, ncols):
+def packed_to_staging(staging_addr, packed, row, col0, ncols):
     """Write one row of ncols fp16 values (as pairs), staging columns [col0, col0 + ncols), into
-    the shared staging area at byte ``staging_off``: boxes of 128 rows x 64 columns, each
-    128B-swizzled (16 KiB, 1024-aligned), the layout a TMA store with a 128B-swizzled box reads."""
-    for j in range(ncols // 2):
-        c = col0 + 2 * j
-        box = staging_off + (c // STAGE_COLS) * (128 * 128)
-        cc = c % STAGE_COLS
-        off = box + tile_offset_k_major_sw128_dev(row, cc, 2)
-        smem32[off // 4] = packed[j]
+    the shared staging area at shared address ``staging_addr``: boxes of 128 rows x 64 columns,
+    each 128B-swizzled (16 KiB, 1024-aligned), the layout a TMA store with a 128B-swizzled box
+    reads. One 16-byte store per 8 columns (st.shared.v4): conflict-free under the swizzle."""
+    for j in range(ncols // 8):
+        c = col0 + 8 * j
+        box = staging_addr + (c // STAGE_COLS) * (128 * 128)
+        off = box + tile_offset_k_major_sw128_dev(row, c % STAGE_COLS, 2)
+        ptx.st_shared_v4(off, packed[4 * j], packed[4 * j + 1], packed[4 * j + 2], packed[4 * j + 3])
 
 
 @cuda.jit(device=True, forceinline=True)
-def tmem_rows_to_staging(smem32, staging_off, tmem_base, warp_in_group, lane, tmem_col0, ncols):
+def tmem_rows_to_staging(staging_addr, tmem_base, warp_in_group, lane, tmem_col0, ncols):
     """TMEM -> registers (fp16 pairs) -> swizzled staging, for this thread's row, 32 columns at a
     time (few registers: nothing else is in flight while it runs)."""
     packed = cuda.local.array(PACKED_PER_LD, uint32)
     for chunk in range(ncols // COLS_PER_LD):
         tmem_load_packed(packed, tmem_base, warp_in_group, tmem_col0 + chunk * COLS_PER_LD, COLS_PER_LD)
-        packed_to_staging(smem32, staging_off, packed, 32 * warp_in_group + lane, chunk * COLS_PER_LD,
-                          COLS_PER_LD)
+        packed_to_staging(staging_addr, packed, 32 * warp_in_group + lane, chunk * COLS_PER_LD, COLS_PER_LD)
 
 
 @cuda.jit(device=True, forceinline=True)

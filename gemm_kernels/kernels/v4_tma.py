@@ -78,7 +78,7 @@ def gemm_v4_kernel(tmap_a, tmap_b, tmap_d, k_tiles):
     # with the same parity. acc_ready completes exactly once per tile.
     ptx.mbarrier_wait(acc_ready, 0)
     ptx.tcgen05_fence_after()
-    tmem_rows_to_staging(smem32, D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
+    tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
     ptx.fence_proxy_async()
     ptx.tcgen05_fence_before()
     cuda.syncthreads()

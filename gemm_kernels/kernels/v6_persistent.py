@@ -102,7 +102,7 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
             ptx.mbarrier_wait(acc_ready, acc_phase)
             acc_phase ^= 1
             ptx.tcgen05_fence_after()
-            tmem_rows_to_staging(smem32, D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
+            tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
             ptx.fence_proxy_async()
             ptx.tcgen05_fence_before()
             cuda.syncthreads()

@@ -142,7 +142,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 ptx.mbarrier_arrive(base + LD2MMA + 8 * acc)  # this accumulator may be refilled
                 acc, acc_phase = advance(acc, acc_phase, ACC)
                 ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the last store has read the staging
-                packed_to_staging(smem32, D_STAGING, packed, tid, 0, BLOCK_N)
+                packed_to_staging(base + D_STAGING, packed, tid, 0, BLOCK_N)
                 ptx.fence_proxy_async()
                 ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete
                 if tid == 0:

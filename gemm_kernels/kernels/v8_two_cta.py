@@ -162,7 +162,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         ptx.mbarrier_arrive_cluster(ptx.mapa(base + LD2MMA + 8 * acc, 0))
                         acc, acc_phase = advance(acc, acc_phase, ACC)
                     ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
-                    packed_to_staging(smem32, D_STAGING, packed, tid, 0, EPI_COLS)
+                    packed_to_staging(base + D_STAGING, packed, tid, 0, EPI_COLS)
                     ptx.fence_proxy_async()
                     ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
                     if tid == 0:

@@ -161,7 +161,7 @@ def make_kernel(depth, group=GROUP):
                         ptx.tcgen05_fence_before()
                         ptx.mbarrier_arrive_cluster(leader_ld2mma)
                     ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)
-                    packed_to_staging(smem32, staging, packed, row, 0, EPI_COLS)
+                    packed_to_staging(base + staging, packed, row, 0, EPI_COLS)
                     ptx.fence_proxy_async()
                     ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)
                     if row == 0:
