@@ -260,7 +260,8 @@ def build(kernel, sig, *, arch: str = "sm_100a", lineinfo: bool = False,
     arch: ``"sm_100a"`` (default) or ``"sm_90a"`` (also plain ``"sm_100"`` / ``"sm_90"``).
     lineinfo: emit line info (and annotate the SASS with source lines).
     max_registers: register cap per thread, passed to the linker (ptxas ``-maxrregcount``).
-    Needs no GPU. Cached per process.
+    Needs no GPU, also for kernels that call ``cuda.jit(device=True)`` functions (they compile for
+    ``arch``: see :func:`gemm_kernels.runtime.offline.target_device`). Cached per process.
     """
     if arch not in ARCH_CC:
         raise ValueError(f"unknown arch {arch!r}; expected one of {sorted(ARCH_CC)}")
@@ -284,7 +285,10 @@ def _build_cached(py_func, sig, arch, extra) -> Build:
         kwargs.update(debug=True, opt=False)
     if launch_bounds is not None:
         kwargs["launch_bounds"] = launch_bounds
-    ptx, _resty = cuda.compile_ptx(py_func, sig, **kwargs)
+    from .offline import target_device
+
+    with target_device(ARCH_CC[arch]):  # device functions compile for the target, GPU or not
+        ptx, _resty = cuda.compile_ptx(py_func, sig, **kwargs)
 
     opts = dict(arch=arch, verbose=True)
     if max_registers is not None:
