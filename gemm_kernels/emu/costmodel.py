@@ -32,6 +32,10 @@ ISSUE_CYCLES = 1
 #: other warps of the SM), per element.
 GLOBAL_ACCESS_CYCLES = 2
 
+#: The latency a thread pays once at the start of each run of ordinary global loads/stores (the
+#: rest of the run overlaps with it: loads are pipelined). The same DRAM/L2 latency as a TMA load.
+GLOBAL_LATENCY_CYCLES = TMA_LATENCY_CYCLES
+
 
 def cycles_to_ns(cycles):
     return cycles / CLOCK_GHZ

@@ -4,10 +4,13 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 
+import numpy as np
+
 from ..trace import Trace
 from . import context
 from .errors import CtaGroupMix, EmulatorError
 from .machine import Cluster, _ranges
+from .memory import GlobalView
 from .rebind import kernel_function
 from .scheduler import Scheduler
 
@@ -99,6 +102,7 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     if tensor_maps:
         launch.tensor_maps.update(tensor_maps)
     fn = kernel_function(kernel)
+    args = tuple(a.view(GlobalView) if isinstance(a, np.ndarray) else a for a in args)
     nthreads = launch.block[0] * launch.block[1] * launch.block[2]
     previous = context.current_launch()
     context.set_launch(launch)

@@ -44,6 +44,7 @@ class EmuThread:
         self.unretired_mma = []  # tcgen05 ops since the last commit by this thread
         self.last_mma = None  # MMAs of one thread execute in issue order
         self.bulk_waitable = Waitable(cta.launch.scheduler)
+        self.global_start = None  # start of a run of ordinary global loads/stores not yet traced
 
     @property
     def launch(self):
@@ -63,7 +64,18 @@ class EmuThread:
         self.warp.lane_exited(self)
         self.cta.cluster.thread_exited()
 
+    def flush_global(self):
+        """Trace the ordinary global loads/stores since the last traced operation (lane 0 speaks
+        for its warp)."""
+        if self.global_start is not None:
+            start, self.global_start = self.global_start, None
+            if self.lane == 0 and self.launch.trace is not None:
+                self.launch.trace.add(lane=self.warp_role(), op="ld/st global", start=costmodel.cycles_to_ns(start),
+                                      end=costmodel.cycles_to_ns(self.clock), cta=self.cta.linear,
+                                      warp=self.warp.index)
+
     def event(self, lane, op, start, end, **kw):
+        self.flush_global()
         tr = self.launch.trace
         if tr is not None:
             tr.add(lane=lane, op=op, start=costmodel.cycles_to_ns(start), end=costmodel.cycles_to_ns(end),
@@ -157,6 +169,7 @@ class NamedBarrier(Waitable):
         self.warps_seen = None
 
     def arrive(self, thread, count, wait):
+        thread.flush_global()
         if count % 32 or count <= 0:
             raise NamedBarrierMismatch(f"bar {self.ident}: thread count {count} must be a positive multiple of 32")
         if self.count is None:

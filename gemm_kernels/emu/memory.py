@@ -211,3 +211,34 @@ class Tmem:
         del self.allocations[col]
         for u in range(col // 32, (col + n) // 32):
             self.owner[u] = None
+
+
+class GlobalView(np.ndarray):
+    """A kernel argument in global memory. Ordinary loads and stores through it charge the
+    running thread's virtual clock (costmodel.GLOBAL_ACCESS_CYCLES per element), so the copies of
+    steps 1-3 take time on the emulator's timelines as they do on the chip."""
+
+    def __getitem__(self, key):
+        _charge(self, key)
+        return np.ndarray.__getitem__(self, key)
+
+    def __setitem__(self, key, value):
+        _charge(self, key)
+        np.ndarray.__setitem__(self, key, value)
+
+
+def _charge(arr, key):
+    t = _current_thread()
+    if t is None:
+        return
+    from .costmodel import GLOBAL_ACCESS_CYCLES, GLOBAL_LATENCY_CYCLES
+
+    n = 1
+    if not (isinstance(key, tuple) and all(isinstance(k, (int, np.integer)) for k in key)) and not isinstance(
+            key, (int, np.integer)):
+        sub = np.ndarray.__getitem__(arr, key)
+        n = sub.size if isinstance(sub, np.ndarray) else 1
+    if t.global_start is None:
+        t.global_start = t.clock
+        t.clock += GLOBAL_LATENCY_CYCLES
+    t.clock += GLOBAL_ACCESS_CYCLES * n

@@ -25,6 +25,7 @@ def gemm_v3_kernel(a, b, d32):
     m0 = cuda.blockIdx.x * BLOCK_M  # this CTA's rows of A and D
     n0 = cuda.blockIdx.y * BLOCK_N  # this CTA's rows of B = columns of D
 
+    # 1. set-up: one barrier for "the MMAs finished", and 128 TMEM columns for the accumulator
     if tid == 0:
         ptx.mbarrier_init(mma_done, 1)
         ptx.fence_mbarrier_init()
@@ -34,19 +35,24 @@ def gemm_v3_kernel(a, b, d32):
 
     phase = 0
     for kc in range(a.shape[1] // BLOCK_K):
+        # 2. all threads copy chunk kc of A and B into the (free) buffers, for the async proxy
         copy_tile_sw128(smem16, A_TILE // 2, a, m0, kc * BLOCK_K, tid, THREADS)
         copy_tile_sw128(smem16, B_TILE // 2, b, n0, kc * BLOCK_K, tid, THREADS)
         ptx.fence_proxy_async()
         cuda.syncthreads()
+        # 3. one thread issues the four K = 16 MMAs of the chunk and commits them to the barrier
         if tid == 0:
             ptx.tcgen05_fence_after()
             for k in range(BLOCK_K // MMA_K):
                 ptx.tcgen05_mma(tmem, sw128_kmajor_desc(base + A_TILE + k * K_STEP_BYTES),
                                 sw128_kmajor_desc(base + B_TILE + k * K_STEP_BYTES), IDESC, kc + k)
             ptx.tcgen05_commit(mma_done)
+        # 4. everyone waits: when this phase completes, the chunk's MMAs have read the buffers
+        #    (and updated the accumulator); the next wait is for the next phase: flip the parity
         ptx.mbarrier_wait(mma_done, phase)
         phase ^= 1
 
+    # 5. after the last chunk, each warp reads its rows out of TMEM; then TMEM is freed
     ptx.tcgen05_fence_after()
     tmem_rows_to_global(d32, tmem, warp, tid % 32, m0, n0, BLOCK_N)
     ptx.tcgen05_fence_before()
