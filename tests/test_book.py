@@ -23,6 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 FIGURE_PAGES = {
     "book/machine.html": 2,
     "book/benchmarking.html": 1,
+    # every chapter draws at least one timeline from an emulator trace
+    **{f"chapters/{name}.html": 1 for name in (
+        "01-one-tile", "02-k-loop", "03-grid", "04-tma", "05-pipeline", "06-persistent",
+        "07-warp-specialization", "08-two-cta", "09-two-consumers")},
 }
 
 BUILD_TIMEOUT_S = 3600
