@@ -14,6 +14,10 @@ entry never runs, so "Break it" cells here edit the factory instead:
   (overlapping events counted once), to put numbers beside a timeline.
 * ``mark_stages(trace)``: give each TMA load event the ring stage it fills (the index of the
   per-stage barrier it signals), so that the timeline shades the loads by stage.
+* ``trace_of(chapter, a, b, **config)``: run a chapter on the emulator and return its trace, with
+  the loads marked by stage; ``tma_bytes(trace, cta)``: the bytes that CTA's TMA loads brought in;
+  ``model_time(trace)``: the span of the trace and the share of it CTA 0's tensor core is busy
+  (both on the emulator's virtual clock: a cost model, not a measurement).
 """
 from __future__ import annotations
 
@@ -75,3 +79,20 @@ def mark_stages(trace):
         if e.op == "tma.load" and m:
             e.stage = int(m.group(1))
     return trace
+
+
+def trace_of(chapter, a, b, **config):
+    """Run chapter ``chapter`` on the emulator with ``trace=True``; return the trace (stages marked)."""
+    launched = CHAPTERS[chapter].entry(a, b, backend="emulator", trace=True, **config)
+    return mark_stages(launched.launch.trace)
+
+
+def tma_bytes(trace, cta=0):
+    """Bytes brought into CTA ``cta``'s shared memory by TMA loads in ``trace``."""
+    return sum(e.nbytes for e in trace.events if e.op == "tma.load" and e.cta == cta)
+
+
+def model_time(trace):
+    """(ns from the first to the last event, share of that time CTA 0's tensor core is busy)."""
+    start, end = trace.span()
+    return end - start, lane_busy(trace, "tensor core", "mma") / (end - start)
