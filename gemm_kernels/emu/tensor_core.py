@@ -152,7 +152,8 @@ class Mma(AsyncOp):
             cta.pending_mma_writes.append(self)
         leader = thread.cta
         self.start = max(thread.clock, getattr(leader, "tc_busy_until", 0.0))
-        self.end = self.start + costmodel.mma_cycles(self.m, self.n, 16)
+        # each CTA's tensor core computes its own M/2 rows of a pair MMA, at the same time
+        self.end = self.start + costmodel.mma_cycles(self.m // len(ctas), self.n, 16)
         leader.tc_busy_until = self.end
         thread.unretired_mma.append(self)
         tr = thread.launch.trace
