@@ -343,7 +343,8 @@ def _summary(name, chapter, shape, times, **kw):
                   p25_ms=float(q[0]), p75_ms=float(q[1]), min_ms=min(times), samples=len(times), **kw)
 
 
-def run_gpu(chapters, sizes, *, warmup=3, rounds=5, reps=4, cublas=True, chapters_on=True, log=print):
+def run_gpu(chapters, sizes, *, warmup=3, rounds=5, reps=4, cublas=True, chapters_on=True, log=print,
+            pipe_depths=(None,)):
     """The measured protocol. ``chapters_on=False`` times cuBLAS alone (to check the protocol on a
     GPU that is not a B200). Returns a Report."""
     from numba import cuda
@@ -379,12 +380,16 @@ def run_gpu(chapters, sizes, *, warmup=3, rounds=5, reps=4, cublas=True, chapter
         operands[shape] = random_operands(*shape, seed=0)
     if chapters_on:
         for c in chapters:
-            for shape in shapes_for(c, sizes):
-                a, b = operands[shape]
-                log(f"preparing chapter {c} at {shape} ...")
-                cap = capture_launch(c, a, b)
-                ok, text = sampled_check(cap.result, a, b)
-                entries.append((f"chapter {c}", c, shape, cap.launch, ok, text))
+            takes_depth = "pipe_depth" in CHAPTERS[c].config
+            for depth in (pipe_depths if takes_depth else (None,)):
+                cfg = {} if depth is None else {"pipe_depth": depth}
+                label = f"chapter {c}" + ("" if depth is None else f" (depth {depth})")
+                for shape in shapes_for(c, sizes):
+                    a, b = operands[shape]
+                    log(f"preparing {label} at {shape} ...")
+                    cap = capture_launch(c, a, b, **cfg)
+                    ok, text = sampled_check(cap.result, a, b)
+                    entries.append((label, c, shape, cap.launch, ok, text))
     if cp is not None and cublas:
         for s in sizes:
             a, b = operands[(s, s, s)]

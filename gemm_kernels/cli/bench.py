@@ -26,6 +26,9 @@ def add_parser(subparsers):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--reps", type=int, default=4, help="timed launches per kernel per round")
     p.add_argument("--no-cublas", action="store_true", help="skip the cuBLAS baseline")
+    p.add_argument("--pipe-depth", default=None, metavar="D[,D...]",
+                   help="pipeline depths to time for the chapters that take one (5-9), e.g. 2,4; default: "
+                        "each chapter's own")
     p.add_argument("--cublas-only", action="store_true",
                    help="time cuBLAS alone (any CUDA GPU): checks the protocol where there is no B200")
     p.set_defaults(func=run)
@@ -38,6 +41,7 @@ def run(args) -> int:
     try:
         chapters = bench.parse_chapters(args.chapters)
         sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
+        depths = tuple(int(d) for d in args.pipe_depth.split(",")) if args.pipe_depth else (None,)
     except ValueError as e:
         print(f"error: bad --chapters or --sizes: {e}", file=sys.stderr)
         return 2
@@ -70,7 +74,7 @@ def run(args) -> int:
             return 2
         else:
             rep = bench.run_gpu(chapters, sizes, warmup=args.warmup, rounds=args.rounds, reps=args.reps,
-                                cublas=not args.no_cublas, log=log)
+                                cublas=not args.no_cublas, log=log, pipe_depths=depths)
     print(bench.table(rep))
     if args.json:
         bench.write_json(rep, args.json)
