@@ -100,6 +100,7 @@ class Warp(Waitable):
         self.pending = None
         self.role = None
         self.outstanding_ld = []  # (lane0, lane1, col0, col1) of tcgen05.ld not yet waited on
+        self._lanes = {}  # member mask -> frozenset of the lanes it names that exist
 
     def __str__(self):
         return f"warp {self.index} of CTA {self.cta.rank_text()}"
@@ -112,22 +113,31 @@ class Warp(Waitable):
         """A .sync.aligned warp collective: every lane of ``members`` reaches the same op with the
         same operands (when ``same``); ``action(args_by_lane)`` runs once and returns per-lane results
         (a dict lane -> value) or one value for all."""
-        lanes = {i for i in range(32) if members >> i & 1}
-        lanes = {i for i in lanes if 32 * self.index + i < len(self.cta.threads)}
+        lanes = self._lanes.get(members)
+        if lanes is None:  # the member lanes that exist (the last warp of a block may be partial)
+            n = len(self.cta.threads) - 32 * self.index
+            lanes = self._lanes[members] = frozenset(i for i in range(min(32, n)) if members >> i & 1)
         if thread.lane not in lanes:
             raise DivergentCollective(f"{thread} executed {op} but is not in its member mask 0x{members:08x}")
         c = self.pending
+        for nb in self.cta.named.values():
+            pend = nb.warp_pending.get(self.index)
+            if pend is not None and thread not in pend[0]:
+                waiting = _ranges(t.lane for t in pend[0])
+                raise DivergentCollective(
+                    f"{self}: lanes {waiting} wait at named barrier {nb.ident} while lane {thread.lane} reached {op}: "
+                    f"both are .aligned, the whole warp must execute them together (the warp diverged)")
         if c is None:
+            threads = self.threads
+            for lane in lanes:  # (a lane that exits later, while the others wait, is caught in lane_exited)
+                if threads[lane].exited:
+                    raise DivergentCollective(f"{self}: {op} needs lane {lane}, which has exited")
             c = self.pending = _Collective(op, lanes)
         elif c.op != op or c.members != lanes:
             waiting = _ranges(c.args)
             raise DivergentCollective(
                 f"{self}: lanes {waiting} wait at {c.op} while lane {thread.lane} reached {op}: a "
                 f".sync.aligned collective must be executed by all lanes together (the warp diverged)")
-        for lane in lanes:
-            t = self.threads[lane]
-            if t.exited:
-                raise DivergentCollective(f"{self}: {op} needs lane {lane}, which has exited")
         c.args[thread.lane] = args
         c.clock = max(c.clock, thread.clock)
         if len(c.args) == len(c.members):
@@ -151,6 +161,9 @@ class Warp(Waitable):
         return c.result
 
     def lane_exited(self, thread):
+        for nb in self.cta.named.values():  # the warp's other lanes may wait for this one at a bar.sync
+            if nb.warp_pending:
+                nb._maybe_join(self)
         c = self.pending
         if c is not None and thread.lane in c.members and thread.lane not in c.args:
             raise DivergentCollective(f"{self}: lane {thread.lane} exited while lanes {_ranges(c.args)} wait "
@@ -167,6 +180,7 @@ class NamedBarrier(Waitable):
         self.generation = 0
         self.clock = 0.0
         self.warps_seen = None
+        self.warp_pending = {}  # warp index -> (lanes arrived so far, [generation the warp joined])
 
     def arrive(self, thread, count, wait):
         thread.flush_global()
@@ -179,10 +193,43 @@ class NamedBarrier(Waitable):
                 f"named barrier {self.ident} of CTA {self.cta.rank_text()}: {thread} uses thread count {count} "
                 f"while {len(self.arrived)} threads already arrived with count {self.count}; two groups of "
                 f"threads share this barrier ID: give each group its own ID")
-        gen = self.generation
-        self.arrived.append(thread)
+        w = thread.warp
+        c = w.pending
+        pend = self.warp_pending.get(w.index)
+        passed = {t.lane for t in pend[0]} if pend else set()
+        if c is not None and thread.lane in c.members and thread.lane not in c.args and not set(c.args) <= passed:
+            # (lanes that passed this bar.arrive and ran ahead into the collective are not divergent)
+            raise DivergentCollective(
+                f"{w}: lane {thread.lane} reached bar {self.ident} while lanes {_ranges(c.args)} wait at {c.op}: "
+                f"bar.sync/bar.arrive and {c.op} are .aligned, every lane of the warp must execute them together")
+        # bar.sync / bar.arrive are .aligned: the hardware counts a warp's arrival once, for all its lanes
+        # together (as if all were active), so a generation always joins whole warps.
+        if pend is None:
+            pend = self.warp_pending[w.index] = ([], [None])  # lanes arrived, generation the warp joined
+        lanes, joined = pend
+        lanes.append(thread)
         self.clock = max(self.clock, thread.clock)
-        if len(self.arrived) == self.count:
+        self._maybe_join(w)
+        if wait:
+            self.cta.launch.scheduler.block(
+                self, lambda: joined[0] is not None and self.generation > joined[0],
+                lambda: f"at named barrier {self.ident} ({len(self.arrived)} of {self.count} threads arrived"
+                        + ("" if joined[0] is not None else
+                           f"; lanes {_ranges(t.lane for t in lanes)} of warp {w.index} arrived, the others not yet")
+                        + ")")
+            thread.clock = max(thread.clock, self.release_clock)
+
+    def _maybe_join(self, w):
+        pend = self.warp_pending.get(w.index)
+        if pend is None:
+            return
+        lanes, joined = pend
+        if len(lanes) < sum(1 for t in w.threads if not t.exited):
+            return
+        del self.warp_pending[w.index]
+        joined[0] = self.generation
+        self.arrived.extend(lanes)
+        if self.count is not None and len(self.arrived) >= self.count:
             warps = frozenset(t.warp.index for t in self.arrived)
             if self.warps_seen is not None and warps != self.warps_seen:
                 raise NamedBarrierMismatch(
@@ -196,11 +243,6 @@ class NamedBarrier(Waitable):
             self.arrived = []
             self.clock = 0.0
             self.notify()
-        if wait:
-            self.cta.launch.scheduler.block(
-                self, lambda: self.generation > gen,
-                lambda: f"at named barrier {self.ident} ({len(self.arrived)} of {self.count} threads arrived)")
-            thread.clock = max(thread.clock, self.release_clock)
 
 
 class CTA:

@@ -37,6 +37,9 @@ class MBarrier(Waitable):
         self.signalled = {}  # thread key -> phase index current when it last arrived/issued work here
         self.init_by = init_by
         self.valid = True
+        self.waits = 0  # successful waits so far (over-arrival check)
+        self.meant = {}  # thread key -> the phase its last wait meant, counting its waits in order
+        self.last_completer = None  # (warp, lane, phase, waits) of the arrival that completed the last phase
 
     # -- state changes -----------------------------------------------------------------------
     def signal_from(self, thread):
@@ -51,7 +54,25 @@ class MBarrier(Waitable):
                 f"arrivals for an expected count of {self.expected}; last by {thread}")
         self.arrived_by.append(thread)
         self.phase_time = max(self.phase_time, at)
+        if self.pending == 0 and self.tx == 0:
+            self._check_over_arrival(thread)
         self._maybe_complete()
+
+    def _check_over_arrival(self, thread):
+        """Arrivals beyond the count do not fail on the hardware: they complete the NEXT phase, whose
+        waiters then release early. The telltale: two lanes of one warp complete two phases back to
+        back with no successful wait on this barrier in between (one mbarrier.arrive executed by the
+        whole warp on a barrier initialised for fewer arrivals)."""
+        prev = self.last_completer
+        if (prev is not None and prev[0] is thread.warp and prev[1] != thread.lane
+                and prev[2] == self.completed - 1 and prev[3] == self.waits):
+            raise ArrivalMismatch(
+                f"mbarrier {self.name} [CTA {self.cta.rank_text()}] expects {self.expected} arrival(s) per phase, "
+                f"but lane {prev[1]} and lane {thread.lane} of {thread.warp} completed phases {self.completed - 1} "
+                f"and {self.completed} back to back, with no wait on it in between: more threads arrive than the "
+                f"count it was initialised with (the whole warp executed mbarrier.arrive?). Initialise it with the "
+                f"number of arriving threads, or let one elected lane arrive.")
+        self.last_completer = (thread.warp, thread.lane, self.completed, self.waits)
 
     def expect_tx(self, nbytes, at=0.0):
         self.tx += nbytes
@@ -98,7 +119,26 @@ class MBarrier(Waitable):
                 f"Flip the phase bit after every completion you consume (and carry it across "
                 f"persistent tiles instead of resetting it).")
         self.consumed[key] = phase
+        self.meant[key] = self._next_meant(key, parity)
+        self.waits += 1
         return self.completion_time.get(phase, 0.0)
+
+    def _next_meant(self, key, parity):
+        """The phase a thread's wait on ``parity`` means, assuming it waits on this barrier's phases in
+        order (the next phase of that parity after the one its previous wait meant)."""
+        prev = self.meant.get(key, -2)  # a first wait means phase -1 (parity 1: "before init") or 0
+        return prev + 1 if ((prev + 1) & 1) == (parity & 1) else prev + 2
+
+    def lapped(self, thread, parity):
+        """For a deadlock report: a thread whose waits went phase by phase, but that fell two or more
+        phases behind: the phase it means completed long ago, and its parity now names the current
+        phase (a parity can name only the current phase or the one before it)."""
+        m = self._next_meant(thread.key, parity)
+        if m > self.completed - 2:
+            return ""
+        return (f" (counting this thread's waits on it phase by phase, this wait means phase {m}, which completed "
+                f"long ago: the thread fell more than one phase behind, and parity {parity & 1} now names the "
+                f"current phase {self.completed}; a parity can name only the current phase or the one before it)")
 
     def describe(self):
         return (f"mbarrier {self.name} [CTA {self.cta.rank_text()} smem 0x{self.offset:x}]: phase "

@@ -99,7 +99,7 @@ def _wait(bar_addr, parity, scope):
     parity = int(parity) & 1
     start = t.clock
     t.scheduler.block(bar, lambda: bar.phase_done(parity),
-                      lambda: f"on {bar.describe()}; waiting for parity {parity}")
+                      lambda: f"on {bar.describe()}; waiting for parity {parity}{bar.lapped(t, parity)}")
     done_at = bar.consume(t, parity)
     t.clock = max(t.clock, done_at + costmodel.BARRIER_LATENCY_CYCLES)
     if t.lane == 0:
