@@ -60,3 +60,20 @@ def test_backend_blackwell_without_b200():
 def test_unknown_backend():
     with pytest.raises(ValueError, match="backend"):
         gemm_v1(*ops(128, 128, 64), backend="cpu")
+
+
+@pytest.mark.parametrize("ch", [5, 6, 7, 8, 9])
+@pytest.mark.parametrize("bad", [{"pipe_depth": 0}, {"pipe_depth": 2.5}, {"pipe_depth": True}])
+def test_pipeline_knobs(ch, bad):
+    m, n, k = CHAPTERS[ch].tile
+    with pytest.raises(ValueError, match="pipe_depth must be a positive int"):
+        CHAPTERS[ch].entry(*ops(m, n, k), backend="emulator", **bad)
+
+
+@pytest.mark.parametrize("ch,knob", [(6, "num_ctas"), (7, "num_ctas"), (8, "num_clusters"), (9, "num_clusters")])
+def test_persistent_size(ch, knob):
+    m, n, k = CHAPTERS[ch].tile
+    with pytest.raises(ValueError, match="positive int"):
+        CHAPTERS[ch].entry(*ops(m, n, k), backend="emulator", **{knob: 0})
+    with pytest.raises(ValueError, match="group must be a positive int"):
+        CHAPTERS[ch].entry(*ops(m, n, k), backend="emulator", group=0)

@@ -86,3 +86,24 @@ def run_on_gpu(kernel, grid, block, args, *, plan, cluster=(1, 1, 1)):
     from ..runtime.launch import launch
 
     launch(kernel, grid, block, args, cluster=cluster, shared_bytes=plan.size)
+
+
+def check_pipeline_config(pipe_depth=1, group=1):
+    """The knobs of the pipelined chapters (5-9), checked before anything is built."""
+    for name, v in (("pipe_depth", pipe_depth), ("group", group)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+
+
+def persistent_size(backend, requested, emulator_default, ctas_per_unit=1):
+    """How many persistent CTAs (or clusters of ``ctas_per_unit`` CTAs) to launch: as requested,
+    else a small number on the emulator (so each takes several tiles), else one per SM (pair of SMs)."""
+    if requested is not None:
+        if not isinstance(requested, int) or requested < 1:
+            raise ValueError(f"the number of persistent CTAs/clusters must be a positive int, got {requested!r}")
+        return requested
+    if backend == "emulator":
+        return emulator_default
+    from ..runtime.device import gpu_info
+
+    return gpu_info().sm_count // ctas_per_unit

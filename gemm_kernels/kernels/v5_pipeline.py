@@ -120,10 +120,9 @@ LIMITS = "M and N multiples of 128, K a multiple of 64; PIPE_DEPTH stages must f
 
 def gemm_v5(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH):
     """D = A @ B.T with a PIPE_DEPTH-stage TMA/MMA pipeline; one CTA per 128 x 128 tile."""
-    from .host import check_operands, choose_backend
+    from .host import check_operands, check_pipeline_config, choose_backend
 
-    if not isinstance(pipe_depth, int) or pipe_depth < 1:
-        raise ValueError(f"pipe_depth must be a positive int, got {pipe_depth!r}")
+    check_pipeline_config(pipe_depth)
     m, n, k = check_operands(a, b, chapter=5, tile_m=BLOCK_M, tile_n=BLOCK_N, tile_k=BLOCK_K)
     kernel, kplan = make_kernel(pipe_depth)
     return tma_launch(kernel, (m // BLOCK_M, n // BLOCK_N), a, b, m, n, k, choose_backend(backend, 5), policy, seed,

@@ -123,23 +123,13 @@ LIMITS = "M and N multiples of 128, K a multiple of 64; persistent grid of min(S
 def gemm_v6(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
             num_ctas=None, reset_phases=False):
     """D = A @ B.T with a persistent grid and a grouped tile scheduler (steps 5's pipeline per tile)."""
-    from .host import check_operands, choose_backend
+    from .host import check_operands, check_pipeline_config, choose_backend, persistent_size
 
-    if not isinstance(pipe_depth, int) or pipe_depth < 1:
-        raise ValueError(f"pipe_depth must be a positive int, got {pipe_depth!r}")
-    if not isinstance(group, int) or group < 1:
-        raise ValueError(f"group must be a positive int, got {group!r}")
+    check_pipeline_config(pipe_depth, group)
     m, n, k = check_operands(a, b, chapter=6, tile_m=BLOCK_M, tile_n=BLOCK_N, tile_k=BLOCK_K)
     backend = choose_backend(backend, 6)
     tiles = (m // BLOCK_M) * (n // BLOCK_N)
-    if num_ctas is None:
-        if backend == "emulator":
-            num_ctas = EMULATOR_CTAS
-        else:
-            from ..runtime.device import gpu_info
-
-            num_ctas = gpu_info().sm_count
-    grid = (min(num_ctas, tiles), 1)
+    grid = (min(persistent_size(backend, num_ctas, EMULATOR_CTAS), tiles), 1)
     kernel, kplan = make_kernel(pipe_depth, group, reset_phases)
     return tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, plan=kplan, threads=THREADS,
                       boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, 64)),

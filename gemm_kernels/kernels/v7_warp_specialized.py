@@ -162,22 +162,15 @@ LIMITS = "M and N multiples of 128, K a multiple of 64; persistent, warp-special
 def gemm_v7(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
             num_ctas=None, acc_stages=DEFAULT_ACC_STAGES):
     """D = A @ B.T with a TMA warp, an MMA warp and a writeback warpgroup (persistent grid)."""
-    from .host import check_operands, choose_backend
+    from .host import check_operands, check_pipeline_config, choose_backend, persistent_size
 
-    if not isinstance(pipe_depth, int) or pipe_depth < 1:
-        raise ValueError(f"pipe_depth must be a positive int, got {pipe_depth!r}")
+    check_pipeline_config(pipe_depth, group)
     m, n, k = check_operands(a, b, chapter=7, tile_m=BLOCK_M, tile_n=BLOCK_N, tile_k=BLOCK_K)
     backend = choose_backend(backend, 7)
     tiles = (m // BLOCK_M) * (n // BLOCK_N)
-    if num_ctas is None:
-        num_ctas = EMULATOR_CTAS if backend == "emulator" else _sm_count()
+    num_ctas = persistent_size(backend, num_ctas, EMULATOR_CTAS, 1)
     kernel, kplan = make_kernel(pipe_depth, group, acc_stages)
     return tma_launch(kernel, (min(num_ctas, tiles), 1), a, b, m, n, k, backend, policy, seed, trace, plan=kplan,
                       threads=THREADS, boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, 64)),
                       extra=(m // BLOCK_M, n // BLOCK_N))
 
-
-def _sm_count():
-    from ..runtime.device import gpu_info
-
-    return gpu_info().sm_count

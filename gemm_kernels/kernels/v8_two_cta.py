@@ -188,23 +188,16 @@ LIMITS = "M and N multiples of 256, K a multiple of 64; clusters of 2 CTAs"
 def gemm_v8(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
             num_clusters=None, acc_stages=DEFAULT_ACC_STAGES):
     """D = A @ B.T with two-CTA clusters and cta_group::2 MMAs (256 x 256 cluster tiles)."""
-    from .host import check_operands, choose_backend
+    from .host import check_operands, check_pipeline_config, choose_backend, persistent_size
 
-    if not isinstance(pipe_depth, int) or pipe_depth < 1:
-        raise ValueError(f"pipe_depth must be a positive int, got {pipe_depth!r}")
+    check_pipeline_config(pipe_depth, group)
     m, n, k = check_operands(a, b, chapter=8, tile_m=CLUSTER_M, tile_n=CLUSTER_N, tile_k=BLOCK_K)
     backend = choose_backend(backend, 8)
     tiles = (m // CLUSTER_M) * (n // CLUSTER_N)
-    if num_clusters is None:
-        num_clusters = EMULATOR_CLUSTERS if backend == "emulator" else _sm_count() // 2
+    num_clusters = persistent_size(backend, num_clusters, EMULATOR_CLUSTERS, 2)
     kernel, kplan = make_kernel(pipe_depth, group, acc_stages)
     return tma_launch(kernel, (2 * min(num_clusters, tiles), 1), a, b, m, n, k, backend, policy, seed, trace,
                       plan=kplan, threads=THREADS, cluster=(2, 1, 1),
                       boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, 64)),
                       extra=(m // CLUSTER_M, n // CLUSTER_N))
 
-
-def _sm_count():
-    from ..runtime.device import gpu_info
-
-    return gpu_info().sm_count
