@@ -27,6 +27,7 @@ BAR_COLOURS = {
     "tmem.ld": "#009E73",
     "store": "#56B4E9",
     "copy": "#F0E442",
+    "ld/st global": "#A0A0A0",
 }
 #: TMA loads of stage s use TMA_STAGE_COLOURS[s % len]
 TMA_STAGE_COLOURS = ("#E69F00", "#D55E00", "#F0E442", "#8C6D31")
@@ -39,6 +40,7 @@ LABELS = {
     "tmem.ld": "tcgen05.ld (TMEM -> registers)",
     "store": "store",
     "copy": "copy",
+    "ld/st global": "ordinary global loads/stores",
     "wait": "blocked in mbarrier wait",
     "arrive": "arrive / expect_tx",
     "commit": "tcgen05.commit",
@@ -156,7 +158,7 @@ def draw_timeline(trace, ax=None, title=None, lanes=None, max_ctas=1, *, t0=None
 
 def _legend_handles(used):
     handles = []
-    for op in ("tma.load", "mma", "tmem.ld", "tma.store", "store", "copy"):
+    for op in ("ld/st global", "tma.load", "mma", "tmem.ld", "tma.store", "store", "copy"):
         if op in used:
             handles.append(Patch(facecolor=BAR_COLOURS[op], label=LABELS[op]))
     for item in sorted(u for u in used if isinstance(u, tuple)):

@@ -32,8 +32,9 @@ ISSUE_CYCLES = 1
 #: other warps of the SM), per element.
 GLOBAL_ACCESS_CYCLES = 2
 
-#: The latency a thread pays once at the start of each run of ordinary global loads/stores (the
-#: rest of the run overlaps with it: loads are pipelined). The same DRAM/L2 latency as a TMA load.
+#: The latency a thread pays once at the start of each run of ordinary global loads (the
+#: rest of the run overlaps with it: loads are pipelined; stores do not stall the thread). The
+#: same DRAM/L2 latency as a TMA load.
 GLOBAL_LATENCY_CYCLES = TMA_LATENCY_CYCLES
 
 

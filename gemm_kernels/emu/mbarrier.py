@@ -133,6 +133,8 @@ class MBarrier(Waitable):
         """For a deadlock report: a thread whose waits went phase by phase, but that fell two or more
         phases behind: the phase it means completed long ago, and its parity now names the current
         phase (a parity can name only the current phase or the one before it)."""
+        if thread.key not in self.meant:
+            return ""  # its first wait on this barrier: nothing to count from
         m = self._next_meant(thread.key, parity)
         if m > self.completed - 2:
             return ""

@@ -215,19 +215,20 @@ class Tmem:
 
 class GlobalView(np.ndarray):
     """A kernel argument in global memory. Ordinary loads and stores through it charge the
-    running thread's virtual clock (costmodel.GLOBAL_ACCESS_CYCLES per element), so the copies of
-    steps 1-3 take time on the emulator's timelines as they do on the chip."""
+    running thread's virtual clock (costmodel.GLOBAL_ACCESS_CYCLES per element, plus one memory
+    latency at the start of a run of loads), so the copies of steps 1-3 take time on the
+    emulator's timelines as they do on the chip."""
 
     def __getitem__(self, key):
-        _charge(self, key)
+        _charge(self, key, load=True)
         return np.ndarray.__getitem__(self, key)
 
     def __setitem__(self, key, value):
-        _charge(self, key)
+        _charge(self, key, load=False)
         np.ndarray.__setitem__(self, key, value)
 
 
-def _charge(arr, key):
+def _charge(arr, key, load):
     t = _current_thread()
     if t is None:
         return
@@ -240,5 +241,6 @@ def _charge(arr, key):
         n = sub.size if isinstance(sub, np.ndarray) else 1
     if t.global_start is None:
         t.global_start = t.clock
-        t.clock += GLOBAL_LATENCY_CYCLES
+        if load:  # a thread waits for its loads' data, not for its stores to land
+            t.clock += GLOBAL_LATENCY_CYCLES
     t.clock += GLOBAL_ACCESS_CYCLES * n
