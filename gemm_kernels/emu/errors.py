@@ -58,7 +58,8 @@ class DivergentCollective(EmulatorError):
 
 
 class NamedBarrierMismatch(EmulatorError):
-    """One named-barrier ID used with different thread counts in the same generation."""
+    """One named-barrier ID used with different thread counts in the same generation, or by two
+    groups of warps that release each other (successive generations formed by different warps)."""
 
 
 class CtaGroupMix(EmulatorError):
