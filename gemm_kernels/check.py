@@ -52,6 +52,8 @@ def tolerance(a, b, ref):
 
 def compare(d, a, b):
     ref = reference(a, b)
+    if np.shape(d) != ref.shape or np.asarray(d).dtype != np.float16:
+        raise ValueError(f"result is {np.asarray(d).dtype} {np.shape(d)}; expected float16 {ref.shape}")
     d32 = np.asarray(d).astype(np.float32)
     r32 = ref.astype(np.float32)
     err = np.abs(d32 - r32)

@@ -73,7 +73,32 @@ def test_pipeline_knobs(ch, bad):
 @pytest.mark.parametrize("ch,knob", [(6, "num_ctas"), (7, "num_ctas"), (8, "num_clusters"), (9, "num_clusters")])
 def test_persistent_size(ch, knob):
     m, n, k = CHAPTERS[ch].tile
-    with pytest.raises(ValueError, match="positive int"):
-        CHAPTERS[ch].entry(*ops(m, n, k), backend="emulator", **{knob: 0})
+    for bad in (0, True, 1.5):
+        with pytest.raises(ValueError, match="positive int"):
+            CHAPTERS[ch].entry(*ops(m, n, k), backend="emulator", **{knob: bad})
     with pytest.raises(ValueError, match="group must be a positive int"):
         CHAPTERS[ch].entry(*ops(m, n, k), backend="emulator", group=0)
+
+
+def test_cluster_tiles_and_k_rule():
+    from gemm_kernels import gemm_v4, gemm_v7, gemm_v8, gemm_v9
+
+    with pytest.raises(ValueError, match="M to be a positive multiple of 256"):
+        gemm_v8(*ops(128, 256, 64), backend="emulator")
+    with pytest.raises(ValueError, match="M to be a positive multiple of 512"):
+        gemm_v9(*ops(256, 256, 64), backend="emulator")
+    with pytest.raises(ValueError, match="K to be a positive multiple of 64"):
+        gemm_v4(*ops(128, 128, 96), backend="emulator")
+    with pytest.raises(ValueError, match="acc_stages must be"):
+        gemm_v7(*ops(128, 128, 64), backend="emulator", acc_stages=3)
+    with pytest.raises(ValueError, match="acc_stages must be"):
+        gemm_v8(*ops(256, 256, 64), backend="emulator", acc_stages=4)
+    with pytest.raises(ValueError, match="policy must be one of"):
+        gemm_v4(*ops(128, 128, 64), backend="emulator", policy="lazzy")
+
+
+@pytest.mark.parametrize("ch", [5, 6, 7, 8, 9])
+def test_too_deep_a_pipeline(ch):
+    m, n, k = CHAPTERS[ch].tile
+    with pytest.raises(ValueError, match="232448"):
+        CHAPTERS[ch].entry(*ops(m, n, k), backend="emulator", pipe_depth=9)

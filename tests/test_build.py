@@ -73,9 +73,14 @@ def test_sm90a_build():
 
 
 def test_max_registers_and_lineinfo():
-    b = build(kb.cluster_probe, kb.CLUSTER_PROBE_SIG, max_registers=32, lineinfo=True)
-    assert 0 < b.registers <= 32
-    assert ".loc" in b.ptx
+    from gemm_kernels import CHAPTERS
+
+    ch = CHAPTERS[3]
+    uncapped = build(ch.kernel, ch.signature)
+    capped = build(ch.kernel, ch.signature, max_registers=56, lineinfo=True)
+    assert uncapped.registers > 56, "pick a cap below the kernel's natural register count"
+    assert 0 < capped.registers <= 56
+    assert ".loc" in capped.ptx and ".loc" not in uncapped.ptx
 
 
 def test_unknown_arch():

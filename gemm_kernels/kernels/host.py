@@ -99,7 +99,7 @@ def persistent_size(backend, requested, emulator_default, ctas_per_unit=1):
     """How many persistent CTAs (or clusters of ``ctas_per_unit`` CTAs) to launch: as requested,
     else a small number on the emulator (so each takes several tiles), else one per SM (pair of SMs)."""
     if requested is not None:
-        if not isinstance(requested, int) or requested < 1:
+        if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
             raise ValueError(f"the number of persistent CTAs/clusters must be a positive int, got {requested!r}")
         return requested
     if backend == "emulator":

@@ -827,7 +827,7 @@ def check_emulator(case, rec, policy="lazy", seed=0):
     or, for a case the emulator refuses by design, an EmulatorError matching ``emulator_refuses``."""
     import re
 
-    from gemm_kernels.emu.errors import EmulatorError
+    from gemm_kernels.emu.errors import EmulatorError, MemoryFault
 
     if "error" in rec or case.emulator_refuses:
         try:
@@ -835,6 +835,10 @@ def check_emulator(case, rec, policy="lazy", seed=0):
         except EmulatorError as e:
             if case.emulator_refuses and not re.search(case.emulator_refuses, str(e), re.S):
                 return f"{case.name}: the emulator raised {type(e).__name__} but not the expected diagnostic: {e}"
+            if "error" in rec and not isinstance(e, MemoryFault):
+                # every fault the H200 showed was an illegal access (a TMA box start or store): the
+                # emulator must say so, not fail in some other way
+                return f"{case.name}: the GPU faulted ({rec['error']}) but the emulator raised {type(e).__name__}: {e}"
             return ""
         why = f"the GPU faulted ({rec['error']})" if "error" in rec else "it refuses this launch by design"
         return f"{case.name}: {why}, but the emulator ran it without an error"
