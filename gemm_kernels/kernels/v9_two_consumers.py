@@ -90,7 +90,7 @@ def make_kernel(depth, group=GROUP):
             ptx.fence_mbarrier_init()
         if warp == 0:
             ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
-        ptx.cluster_arrive()
+        ptx.cluster_arrive()  # barriers initialised and TMEM allocated in both CTAs
         ptx.cluster_wait()
         tmem = smem32[TMEM_SLOT // 4]
 
@@ -168,7 +168,7 @@ def make_kernel(depth, group=GROUP):
                         store_staging(tmap_d, base + staging, row0, n_idx * CLUSTER_N + chunk * EPI_COLS, EPI_COLS)
 
         ptx.tcgen05_fence_before()
-        ptx.cluster_arrive()
+        ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
         ptx.cluster_wait()
         if warp == 0:
             ptx.tcgen05_fence_after()
