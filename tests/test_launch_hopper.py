@@ -88,3 +88,25 @@ def test_tensormap_encodes():
     assert len(tm.host_bytes) == 128 and any(tm.host_bytes)
     back = tm._buffer.copy_to_host().tobytes()
     assert back == tm.host_bytes
+
+
+def test_max_active_clusters():
+    """The occupancy query the two-CTA chapters use to size their persistent grid: positive, at
+    most one cluster per pair of SMs with ~200 KB of shared memory per CTA, and a grid of that many
+    clusters really runs (every cluster writes its ranks)."""
+    from numba import cuda
+
+    from gemm_kernels.runtime.launch import launch, max_active_clusters
+    from tests.kernels_for_build import cluster_probe
+
+    info = gpu_info()
+    out = cuda.to_device(np.zeros((2, 4), np.uint32))
+    fit = max_active_clusters(cluster_probe, 128, (out, np.int32(SMEM)), cluster=(2, 1, 1), shared_bytes=SMEM)
+    print(f"{info.name}: {fit} co-resident 2-CTA clusters with {SMEM} B of shared memory per CTA, "
+          f"{info.sm_count} SMs")
+    assert 1 <= fit <= info.sm_count // 2
+    blocks = 2 * fit
+    out = cuda.to_device(np.zeros((blocks, 4), np.uint32))
+    launch(cluster_probe, grid=blocks, block=128, args=(out, np.int32(SMEM)), cluster=(2, 1, 1), shared_bytes=SMEM,
+           sync=True)
+    assert list(out.copy_to_host()[:, 0]) == [i % 2 for i in range(blocks)]

@@ -97,7 +97,9 @@ def check_pipeline_config(pipe_depth=1, group=1):
 
 def persistent_size(backend, requested, emulator_default, ctas_per_unit=1):
     """How many persistent CTAs (or clusters of ``ctas_per_unit`` CTAs) to launch: as requested,
-    else a small number on the emulator (so each takes several tiles), else one per SM (pair of SMs)."""
+    else a small number on the emulator (so each takes several tiles), else one per SM (pair of SMs).
+    For clusters, ``v4_tma.tma_launch`` then lowers the grid to what the driver says can be
+    resident at once (``runtime.launch.max_active_clusters``)."""
     if requested is not None:
         if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
             raise ValueError(f"the number of persistent CTAs/clusters must be a positive int, got {requested!r}")

@@ -110,8 +110,15 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
 
     da, db, dd = cuda.to_device(a), cuda.to_device(b), cuda.to_device(d)
     addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn)])
-    run_on_gpu(kernel, grid, threads, tuple(np.uint64(x) for x in addrs) + (np.int32(k // 64),) + tuple(extra),
-               plan=plan, cluster=cluster)
+    args = tuple(np.uint64(x) for x in addrs) + (np.int32(k // 64),) + tuple(extra)
+    if cluster != (1, 1, 1):
+        # a persistent grid of clusters: no more clusters than can be resident at once (not every
+        # pair of SMs need be able to host one), or the extra ones would run as a second wave
+        from ..runtime.launch import max_active_clusters
+
+        fit = max_active_clusters(kernel, threads, args, cluster=cluster, shared_bytes=plan.size)
+        grid = (min(grid[0], cluster[0] * max(fit, 1)),) + tuple(grid[1:])
+    run_on_gpu(kernel, grid, threads, args, plan=plan, cluster=cluster)
     cuda.synchronize()
     del keep
     return dd.copy_to_host()

@@ -268,3 +268,16 @@ def launch(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes: int = 
     if sync:
         core_stream.sync()
     return prepared
+
+
+def max_active_clusters(kernel, block, args, *, cluster, shared_bytes: int = 0, stream=None) -> int:
+    """How many clusters of this kernel (this block, cluster shape and dynamic shared memory) the
+    device can run at the same time (cuOccupancyMaxActiveClusters through cuda.core). A persistent
+    grid of more clusters than this runs its extra clusters as a second wave."""
+    LaunchConfig, _, _, _ = _core()
+    b = _dim3(block, "block")
+    c = _dim3(cluster, "cluster")
+    prepared = prepare(kernel, args, shared_bytes=int(shared_bytes), cluster=c)
+    config = LaunchConfig(grid=(1, 1, 1) if _grid_counts_clusters() else c, cluster=c, block=b,
+                          shmem_size=int(shared_bytes))
+    return int(prepared.kernel.occupancy.max_active_clusters(config, stream=_core_stream(stream)))
