@@ -324,6 +324,12 @@ def k_bulk_wait_group_read0(tmap, x, out, fout):
     ptx.bulk_wait_group_read0()
 
 
+def k_bulk_wait_group_read1(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.bulk_wait_group_read1()
+
+
 def k_prefetch_tensormap(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x

@@ -85,6 +85,7 @@ SASS_SM100 = {
     "tma_store_2d": ("UTMASTG.2D", None),
     "bulk_commit_group": ("UTMACMDFLUSH", None),
     "bulk_wait_group_read0": ("DEPBAR.LE", None),
+    "bulk_wait_group_read1": ("DEPBAR.LE", None),
     "prefetch_tensormap": ("UTMACCTL.PF", None),
     # warps, CTAs, clusters
     "elect_sync": ("ELECT", None),

@@ -74,6 +74,17 @@ def tmem_rows_to_staging(staging_addr, tmem_base, warp_in_group, lane, tmem_col0
 
 
 @cuda.jit(device=True, forceinline=True)
+def store_staging_async(tmap_d, staging_addr, row0, col0, ncols):
+    """As store_staging, for two staging buffers used in turn: wait only until the store issued
+    before this one has read its buffer (the buffer the next store will reuse); this store may go
+    on reading while the warps fill the other buffer. Drain with bulk_wait_group_read0 before exit."""
+    for box in range(ncols // STAGE_COLS):
+        ptx.tma_store_2d(tmap_d, col0 + box * STAGE_COLS, row0, staging_addr + box * (128 * 128))
+    ptx.bulk_commit_group()
+    ptx.bulk_wait_group_read1()
+
+
+@cuda.jit(device=True, forceinline=True)
 def store_staging(tmap_d, staging_addr, row0, col0, ncols):
     """One thread: TMA-store the staging boxes to D at (row0, col0), then wait until the engine has
     read them (so the staging buffer may be written again)."""

@@ -24,7 +24,7 @@ from ..pipeline import advance, grouped_tile
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
-from .epilogue import MAX_PACKED, packed_to_staging, store_staging, tmem_load_packed
+from .epilogue import MAX_PACKED, packed_to_staging, store_staging_async, tmem_load_packed
 from .tmem_lifecycle import tmem_allocate, tmem_free
 from .v4_tma import tma_launch
 from .v6_persistent import EMULATOR_CTAS, GROUP
@@ -36,6 +36,7 @@ ACC_COLS = 128  # one fp32 accumulator of a 128 x 128 tile
 IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
 DEFAULT_DEPTH = 4
 DEFAULT_ACC_STAGES = 2  # TMEM accumulators: the MMA fills one while the writeback drains the other
+STAGING_BYTES = BLOCK_M * BLOCK_N * 2  # one 128 x 128 fp16 tile; two of them, used in turn
 WRITEBACK_BARRIER = 1  # named barrier ID of warpgroup 0 (0 is __syncthreads)
 PRODUCER_WARP, MMA_WARP = 4, 5
 
@@ -45,7 +46,7 @@ def make_plan(depth, acc_stages=DEFAULT_ACC_STAGES):
     offs = dict(
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
         b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
-        d=plan.add("D staging", BLOCK_M * BLOCK_N * 2, align=1024),
+        d=plan.add("D staging", STAGING_BYTES, align=1024, count=2),
         full=plan.add("tma2mma", 8, align=8, count=depth),
         empty=plan.add("mma2tma", 8, align=8, count=depth),
         acc_full=plan.add("mma2ld", 8, align=8, count=acc_stages),
@@ -133,20 +134,25 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
             acc = 0
             acc_phase = 0
+            stg = 0  # which of the two staging buffers this tile uses
             for t in range(cuda.blockIdx.x, num_tiles, cuda.gridDim.x):
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
+                staging = base + D_STAGING + stg * STAGING_BYTES
                 ptx.mbarrier_wait(base + MMA2LD + 8 * acc, acc_phase)
                 ptx.tcgen05_fence_after()
                 tmem_load_packed(packed, tmem, warp, acc * ACC_COLS, BLOCK_N)
                 ptx.tcgen05_fence_before()
                 ptx.mbarrier_arrive(base + LD2MMA + 8 * acc)  # this accumulator may be refilled
                 acc, acc_phase = advance(acc, acc_phase, ACC)
-                ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the last store has read the staging
-                packed_to_staging(base + D_STAGING, packed, tid, 0, BLOCK_N)
+                ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the store two tiles ago has read this buffer
+                packed_to_staging(staging, packed, tid, 0, BLOCK_N)
                 ptx.fence_proxy_async()
                 ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete
                 if tid == 0:
-                    store_staging(tmap_d, base + D_STAGING, m_idx * BLOCK_M, n_idx * BLOCK_N, BLOCK_N)
+                    store_staging_async(tmap_d, staging, m_idx * BLOCK_M, n_idx * BLOCK_N, BLOCK_N)
+                stg ^= 1
+            if tid == 0:
+                ptx.bulk_wait_group_read0()  # the last store has read its buffer before the CTA exits
 
         cuda.syncthreads()
         tmem_free(warp, 0, tmem, TMEM_COLS)

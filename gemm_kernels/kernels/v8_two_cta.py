@@ -29,7 +29,7 @@ from ..pipeline import advance, grouped_tile
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
-from .epilogue import MAX_PACKED, packed_to_staging, store_staging, tmem_load_packed
+from .epilogue import MAX_PACKED, packed_to_staging, store_staging_async, tmem_load_packed
 from .v4_tma import tma_launch
 from .v6_persistent import GROUP
 
@@ -43,6 +43,7 @@ IDESC = make_instr_desc(CLUSTER_M, CLUSTER_N, cta_group=2)
 DEFAULT_DEPTH = 4
 DEFAULT_ACC_STAGES = 2  # 2 x 256 columns: all of TMEM
 EMULATOR_CLUSTERS = 2
+STAGING_BYTES = CTA_M * EPI_COLS * 2  # one 128 x 128 fp16 chunk; two of them, used in turn
 WRITEBACK_BARRIER = 1
 PRODUCER_WARP, MMA_WARP = 4, 5
 PAIR = 0b11  # commit multicast mask: both CTAs of the pair
@@ -53,7 +54,7 @@ def make_plan(depth, acc_stages=DEFAULT_ACC_STAGES):
     offs = dict(
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
         b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
-        d=plan.add("D staging", CTA_M * EPI_COLS * 2, align=1024),
+        d=plan.add("D staging", STAGING_BYTES, align=1024, count=2),
         full=plan.add("tma2mma", 8, align=8, count=depth),
         empty=plan.add("mma2tma", 8, align=8, count=depth),
         acc_full=plan.add("mma2ld", 8, align=8, count=acc_stages),
@@ -150,6 +151,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
             acc = 0
             acc_phase = 0
+            stg = 0  # which of the two staging buffers the next chunk uses
             for t in range(cluster, num_tiles, num_clusters):
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
                 row0 = m_idx * CLUSTER_M + rank * CTA_M
@@ -161,13 +163,16 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         ptx.tcgen05_fence_before()
                         ptx.mbarrier_arrive_cluster(ptx.mapa(base + LD2MMA + 8 * acc, 0))
                         acc, acc_phase = advance(acc, acc_phase, ACC)
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
-                    packed_to_staging(base + D_STAGING, packed, tid, 0, EPI_COLS)
+                    staging = base + D_STAGING + stg * STAGING_BYTES
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the store two chunks ago has read it
+                    packed_to_staging(staging, packed, tid, 0, EPI_COLS)
                     ptx.fence_proxy_async()
                     ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
                     if tid == 0:
-                        store_staging(tmap_d, base + D_STAGING, row0, n_idx * CLUSTER_N + chunk * EPI_COLS,
-                                      EPI_COLS)
+                        store_staging_async(tmap_d, staging, row0, n_idx * CLUSTER_N + chunk * EPI_COLS, EPI_COLS)
+                    stg ^= 1
+            if tid == 0:
+                ptx.bulk_wait_group_read0()  # the last store has read its buffer before the CTA exits
 
         ptx.tcgen05_fence_before()
         ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it

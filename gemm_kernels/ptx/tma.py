@@ -101,6 +101,25 @@ def _bulk_wait_group_read0():
         t.clock = max([t.clock] + [op.end for op in ops])
 
 
+bulk_wait_group_read1 = asm_op(
+    "bulk_wait_group_read1", "cp.async.bulk.wait_group.read 1;",
+    doc="Wait until every committed bulk group of this thread but the most recent one has finished "
+        "READING its shared-memory source: with two staging buffers, the one written two stores ago "
+        "may be reused while the last store is still reading the other.")
+
+
+@twin(bulk_wait_group_read1)
+def _bulk_wait_group_read1():
+    t = _thread()
+    older = t.bulk_groups[:-1]
+    ops = [op for g in older for op in g]
+    t.scheduler.block(t.bulk_waitable, lambda: all(op.done for op in ops),
+                      lambda: f"in cp.async.bulk.wait_group.read 1 for {sum(not o.done for o in ops)} TMA store(s)")
+    t.bulk_groups = t.bulk_groups[-1:]
+    if ops:
+        t.clock = max([t.clock] + [op.end for op in ops])
+
+
 prefetch_tensormap = asm_op(
     "prefetch_tensormap", "prefetch.tensormap [{tmap}];", operands=(("tmap", u64),),
     doc="Bring the tensor map at generic address ``tmap`` into the TMA unit's cache ahead of use.")
