@@ -11,6 +11,11 @@ def build(kernel, sig):
     with target_device((10, 0)):
         return _build(kernel, sig)
 
+# Registers per thread as built today plus headroom: a jump past the budget means something started
+# holding far more in registers (e.g. a whole accumulator row), long before it would spill. V9 runs
+# 384 threads per CTA: 65536 / 384 = 170 registers is its hard ceiling.
+REGISTER_BUDGET = {1: 64, 2: 96, 3: 96, 4: 112, 5: 112, 6: 112, 7: 168, 8: 168, 9: 120}
+
 TEACHES = {
     1: ["UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "SYNCS"],
     2: ["UTCHMMA", "UTCBAR", "LDTM"],
@@ -36,7 +41,7 @@ def test_builds_clean(built):
     n, b = built
     assert b.local_bytes == 0, b.summary()
     assert b.spill_stores == 0 and b.spill_loads == 0, b.summary()
-    assert 0 < b.registers <= 255
+    assert 0 < b.registers <= REGISTER_BUDGET[n], f"chapter {n}: {b.registers} registers (budget {REGISTER_BUDGET[n]})"
     print(f"chapter {n}: {b.registers} registers")
 
 
