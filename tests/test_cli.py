@@ -137,3 +137,23 @@ def test_matrix_descriptor_rules(extra, needle):
     desc = make_smem_desc(0x400, lbo=16, sbo=1024, swizzle="none") | extra
     with pytest.raises(DescriptorError, match=needle):
         operand_addresses(desc, 128, "A")
+
+
+def test_verify_reports_an_emulator_diagnostic(capsys, monkeypatch):
+    """A kernel the emulator stops (here: a planted deadlock) exits 1 with the diagnostic's name."""
+    from gemm_kernels.chapters import Chapter
+    from gemm_kernels.emu.errors import Deadlock
+
+    def stuck(a, b, **kw):
+        raise Deadlock("every live thread is blocked (planted)")
+
+    monkeypatch.setattr(Chapter, "entry", property(lambda self: stuck))
+    assert main(["verify", "--chapter", "1", "--backend", "emulator"]) == 1
+    assert "Deadlock" in capsys.readouterr().err
+
+
+def test_trace_cli_draws(tmp_path, capsys):
+    out = tmp_path / "v1.png"
+    assert main(["trace", "--chapter", "1", "--out", str(out)]) == 0
+    assert out.stat().st_size > 10_000
+    assert "virtual time (model)" in capsys.readouterr().out

@@ -56,3 +56,15 @@ def chapter_kernel(n: int) -> KernelRef:
     if kernel is None or sig is None:
         raise CliError(f"gemm_kernels.CHAPTERS[{n}] has no 'kernel' and 'signature' to build")
     return KernelRef(kernel, sig, f"chapter {n}")
+
+
+def chapter_and_shape(args):
+    """The chapter named by ``--chapter`` and the shape from ``--m/--n/--k`` (each defaulting to the
+    chapter's test shape). Raises CliError for an unknown chapter."""
+    from gemm_kernels import CHAPTERS
+
+    if args.chapter not in CHAPTERS:
+        raise CliError(f"no chapter {args.chapter}; available: {sorted(CHAPTERS)}")
+    ch = CHAPTERS[args.chapter]
+    m, n, k = (v if v is not None else d for v, d in zip((args.m, args.n, args.k), ch.test_shape))
+    return ch, m, n, k

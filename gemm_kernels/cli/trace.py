@@ -30,49 +30,30 @@ def add_parser(subparsers):
 
 
 def draw(trace, path, title, max_ctas=1):
-    """Draw with gemm_kernels.timeline when it is there; else a minimal bar drawing."""
+    """Draw with the book's renderer (gemm_kernels.timeline) into ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    try:
-        from gemm_kernels import timeline
-    except ImportError:
-        timeline = None
-    if timeline is not None and hasattr(timeline, "draw_timeline"):
-        ax = timeline.draw_timeline(trace, title=title, max_ctas=max_ctas)
-        fig = ax.figure
-    else:
-        events = [e for e in trace.events if max_ctas is None or e.cta < max_ctas]
-        lanes = []
-        for e in events:
-            if e.lane not in lanes:
-                lanes.append(e.lane)
-        fig, ax = plt.subplots(figsize=(10, 1 + 0.35 * len(lanes)), layout="constrained")
-        t0 = min((e.start for e in events), default=0)
-        for e in events:
-            y = lanes.index(e.lane)
-            ax.broken_barh([(e.start - t0, max(e.end - e.start, 0.5))], (y - 0.3, 0.6))
-        ax.set_yticks(range(len(lanes)))
-        ax.set_yticklabels(lanes, fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlabel("time, ns (" + trace.source + ")", fontsize=8)
-        ax.set_title(title, fontsize=9, loc="left")
+    from gemm_kernels.timeline import draw_timeline
+
+    fig = draw_timeline(trace, title=title, max_ctas=max_ctas).figure
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
 
 
 def run(args) -> int:
-    from gemm_kernels import CHAPTERS
     from gemm_kernels.check import random_operands
 
-    if args.chapter not in CHAPTERS:
-        print(f"error: no chapter {args.chapter}; available: {sorted(CHAPTERS)}", file=sys.stderr)
+    from ._common import CliError, chapter_and_shape
+
+    try:
+        ch, m, n, k = chapter_and_shape(args)
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
-    ch = CHAPTERS[args.chapter]
-    m, n, k = (v if v is not None else d for v, d in zip((args.m, args.n, args.k), ch.test_shape))
     if args.backend == "blackwell":
         from gemm_kernels.runtime.device import gpu_info
 

@@ -26,32 +26,26 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    import numpy as np
-
-    from gemm_kernels import CHAPTERS
     from gemm_kernels.check import compare, random_operands
-
-    if args.chapter not in CHAPTERS:
-        print(f"error: no chapter {args.chapter}; available: {sorted(CHAPTERS)}", file=sys.stderr)
-        return 2
-    ch = CHAPTERS[args.chapter]
-    m, n, k = (v if v is not None else d for v, d in zip((args.m, args.n, args.k), ch.test_shape))
-    a, b = random_operands(m, n, k, seed=args.seed)
-    kw = {}
-    if args.backend != "blackwell":
-        kw = dict(policy=args.policy, seed=args.seed)
+    from gemm_kernels.emu.errors import EmulatorError
     from gemm_kernels.kernels.host import choose_backend
 
+    from ._common import CliError, chapter_and_shape
+
     try:
+        ch, m, n, k = chapter_and_shape(args)
+        a, b = random_operands(m, n, k, seed=args.seed)
         backend = choose_backend(args.backend, args.chapter)
-        if backend == "blackwell":
-            kw = {}
+        kw = dict(policy=args.policy, seed=args.seed) if backend == "emulator" else {}
         t0 = time.perf_counter()
         d = ch.entry(a, b, backend=backend, **kw)
         dt = time.perf_counter() - t0
-    except (ValueError, TypeError, RuntimeError) as e:
+    except (CliError, ValueError, TypeError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except EmulatorError as e:  # the kernel is wrong: a named diagnostic instead of a result
+        print(f"chapter {args.chapter}: the emulator stopped the kernel: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     res = compare(d, a, b)
     print(f"chapter {ch.number} ({ch.title}) on {backend}"
           + (f" (policy {args.policy}, seed {args.seed})" if backend == "emulator" else "")
