@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .ptx import probe
+from .rebinding import FunctionRebinder
+from .rebinding import is_dispatcher as _is_dispatcher
 
 __all__ = ["Timeline", "Guard", "instrument", "decode_timeline", "GuardRecord", "decode_guard", "guard_message",
            "raise_if_guarded", "launch_guarded", "launch_traced", "text_bytes", "EVENTS",
@@ -105,10 +107,6 @@ _JIT_OPTIONS = ("device", "inline", "forceinline", "link", "debug", "opt", "line
                 "launch_bounds", "lto")
 
 
-def _is_dispatcher(obj):
-    return hasattr(obj, "py_func") and type(obj).__name__ in ("CUDADispatcher", "Dispatcher")
-
-
 def _jit_like(dispatcher, fn):
     from numba import cuda
 
@@ -116,10 +114,11 @@ def _jit_like(dispatcher, fn):
     return cuda.jit(**opts)(fn)
 
 
-class _Rebinder:
+class _Rebinder(FunctionRebinder):
     """Copies functions with ``ptx`` (and ops imported by name) replaced per ``subs``."""
 
     def __init__(self, subs):
+        super().__init__()
         from . import ptx as ptx_module
         from numba.cuda.extending import _Intrinsic
 
@@ -131,7 +130,7 @@ class _Rebinder:
         for name, repl in subs.items():
             self.by_id[id(getattr(ptx_module, name))] = repl
             setattr(self.ptx_copy, name, repl)
-        self.functions = {}
+        self.dispatchers = {}
         self.modules = {}
 
     def value(self, v):
@@ -154,31 +153,11 @@ class _Rebinder:
                 setattr(hit, k, self.value(v) if (_is_dispatcher(v) or v is self.ptx) else v)
         return hit
 
-    def function(self, fn):
-        hit = self.functions.get(id(fn))
-        if hit is not None:
-            return hit
-        new_globals = {"__name__": fn.__globals__.get("__name__"),
-                       "__builtins__": fn.__globals__.get("__builtins__", __builtins__)}
-        cells = None
-        if fn.__closure__:
-            cells = tuple(pytypes.CellType(self.value(c.cell_contents)) for c in fn.__closure__)
-        new_fn = pytypes.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, cells)
-        new_fn.__kwdefaults__ = fn.__kwdefaults__
-        new_fn.__qualname__ = fn.__qualname__
-        new_fn.__module__ = fn.__module__
-        self.functions[id(fn)] = new_fn
-        for name in fn.__code__.co_names:
-            if name in fn.__globals__:
-                new_globals[name] = self.value(fn.__globals__[name])
-        return new_fn
-
     def dispatcher(self, d):
-        key = ("d", id(d))
-        hit = self.functions.get(key)
+        hit = self.dispatchers.get(id(d))
         if hit is None:
             hit = _jit_like(d, self.function(d.py_func))
-            self.functions[key] = hit
+            self.dispatchers[id(d)] = hit
         return hit
 
 

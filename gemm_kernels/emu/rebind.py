@@ -1,6 +1,6 @@
 """Turn a kernel's Python source into its emulated twin, without touching the original.
 
-The copy of each function gets new globals (and closure cells) in which
+The copy of each function (``gemm_kernels.rebinding``) gets new globals and closure cells in which
 * the module ``numba.cuda`` is replaced by the emulator's ``EmuCuda``;
 * every PTX op of ``gemm_kernels.ptx`` is replaced by its Python twin;
 * every Numba CUDA device function is replaced by its own emulated copy (recursively);
@@ -14,14 +14,11 @@ import types as pytypes
 from numba import cuda as _numba_cuda
 from numba.cuda.extending import _Intrinsic
 
+from ..rebinding import FunctionRebinder
+from ..rebinding import is_dispatcher as _is_dispatcher
 from .cuda_surface import EmuCuda
 
 _EMU_CUDA = EmuCuda()
-_cache: dict = {}
-
-
-def _is_dispatcher(obj):
-    return hasattr(obj, "py_func") and type(obj).__name__ in ("CUDADispatcher", "Dispatcher")
 
 
 def _missing_twin(op):
@@ -41,46 +38,37 @@ class _ModuleProxy:
         return value
 
 
+class _EmulatorRebinder(FunctionRebinder):
+    def value(self, obj):
+        if obj is _numba_cuda:
+            return _EMU_CUDA
+        if isinstance(obj, _Intrinsic):
+            tw = getattr(obj, "twin", None)
+            return tw if tw is not None else _missing_twin(obj)
+        if _is_dispatcher(obj):
+            return self.function(obj.py_func)
+        if isinstance(obj, pytypes.FunctionType):
+            if obj.__module__ and obj.__module__.startswith(("numpy", "numba")):
+                return obj
+            return self.function(obj)
+        if isinstance(obj, pytypes.ModuleType):
+            if obj.__name__.startswith("numba") and obj is not _numba_cuda:
+                return obj
+            return _ModuleProxy(obj)
+        return obj
+
+
+_REBINDER = _EmulatorRebinder()
+
+
 def emulated(obj):
     """The emulator's stand-in for a global value seen by a kernel."""
-    if obj is _numba_cuda:
-        return _EMU_CUDA
-    if isinstance(obj, _Intrinsic):
-        tw = getattr(obj, "twin", None)
-        return tw if tw is not None else _missing_twin(obj)
-    if _is_dispatcher(obj):
-        return emulate_function(obj.py_func)
-    if isinstance(obj, pytypes.FunctionType):
-        return emulate_function(obj)
-    if isinstance(obj, pytypes.ModuleType):
-        if obj.__name__.startswith("numba") and obj is not _numba_cuda:
-            return obj
-        return _ModuleProxy(obj)
-    return obj
+    return _REBINDER.value(obj)
 
 
 def emulate_function(fn):
     """A copy of ``fn`` whose globals and closure follow the rules above (cached)."""
-    key = id(fn)
-    hit = _cache.get(key)
-    if hit is not None and hit[0] is fn:
-        return hit[1]
-    if fn.__module__ and (fn.__module__.startswith("numpy") or fn.__module__.startswith("numba")):
-        return fn
-    new_globals = {}
-    cells = None
-    if fn.__closure__:
-        cells = tuple(pytypes.CellType(emulated(c.cell_contents)) for c in fn.__closure__)
-    new_fn = pytypes.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, cells)
-    _cache[key] = (fn, new_fn)  # before filling the globals: recursive device functions
-    for name in fn.__code__.co_names:
-        if name in fn.__globals__:
-            new_globals[name] = emulated(fn.__globals__[name])
-    new_globals["__builtins__"] = fn.__globals__.get("__builtins__", __builtins__)
-    new_fn.__kwdefaults__ = fn.__kwdefaults__
-    new_fn.__qualname__ = fn.__qualname__
-    new_fn.__emulated_from__ = fn
-    return new_fn
+    return _REBINDER.function(fn)
 
 
 def kernel_function(kernel):
