@@ -6,8 +6,11 @@ on a page is produced from the package itself, never pasted.
 * ``show_sass(chapter, patterns)``: the lines of the chapter's real sm_100a build that match.
 * ``run_and_verify(chapter, m, n, k)``: run on a B200 if present, else on the emulator, and compare
   with numpy; says which machine ran and raises if the result is wrong.
-* ``variant(chapter, replace)``: the chapter's kernel with a few lines edited (for "Break it"
-  exercises), run on the emulator through the chapter's own host entry.
+* ``variant(chapter, replace)``: the chapter's kernel (or, from step 5, its kernel factory) with a
+  few lines edited (for "Break it" exercises), run on the emulator through the chapter's own host
+  entry.
+* ``trace_of``, ``lane_busy``, ``tma_bytes``, ``model_time``, ``mark_stages``: numbers and shading
+  beside the timelines, on the emulator's virtual clock (a model, not a measurement).
 """
 from __future__ import annotations
 
@@ -245,29 +248,83 @@ class Variant:
 
 def variant(chapter, replace):
     """Chapter ``chapter``'s kernel with each ``old -> new`` of ``replace`` applied to its source
-    (each ``old`` must occur exactly once), compiled in a copy of the kernel module's globals, with
-    the chapter's host entry rebound to it. For the emulator: nothing is added to the package."""
+    (``old`` must occur; every occurrence is replaced), compiled in a copy of the kernel module's
+    globals, with the chapter's host entry rebound to it. Steps 5-9 build their kernels with a
+    factory (``make_kernel(depth, ...)``) that the host entry calls, so there the factory is edited.
+    For the emulator: nothing is added to the package."""
     ch = CHAPTERS[chapter]
-    fn = _function(chapter)
-    src = source(chapter)
+    module = ch._mod()
+    factory = getattr(module, "make_kernel", None)
+    if factory is not None:
+        name = "make_kernel"
+        src = textwrap.dedent(inspect.getsource(inspect.unwrap(factory)))
+    else:
+        name = ch.kernel_name
+        src = source(chapter)
     edited = src
     for old, new in replace.items():
-        count = edited.count(old)
-        if count != 1:
-            raise ValueError(f"{old!r} occurs {count} times in {ch.kernel_name}; it must occur once")
+        if old not in edited:
+            raise ValueError(f"{old!r} does not occur in {ch.module}.{name}")
         edited = edited.replace(old, new)
     diff = "".join(difflib.unified_diff(src.splitlines(keepends=True), edited.splitlines(keepends=True),
                                         fromfile=f"{ch.module}.py (as in the package)",
                                         tofile=f"{ch.module}.py (broken on purpose)", n=2))
-    code = "\n".join(line for line in edited.splitlines() if not line.lstrip().startswith("@cuda.jit"))
-    module_globals = dict(fn.__globals__)
-    exec(compile(code, f"<variant of {ch.module}.{ch.kernel_name}>", "exec"), module_globals)
-    kernel = module_globals[ch.kernel_name]
-    entry = getattr(ch.entry, "__wrapped__", ch.entry)
+    if factory is None:  # a plain function: the emulator runs the kernel's Python source as it is
+        edited = "\n".join(line for line in edited.splitlines() if not line.lstrip().startswith("@cuda.jit"))
+    module_globals = dict(module.__dict__)
+    exec(compile(edited, f"<variant of {ch.module}.{name}>", "exec"), module_globals)  # noqa: S102
+    entry = inspect.unwrap(ch.entry)
     new_entry = types.FunctionType(entry.__code__, module_globals, entry.__name__, entry.__defaults__,
                                    entry.__closure__)
     new_entry.__kwdefaults__ = entry.__kwdefaults__
-    return Variant(chapter, kernel, new_entry, diff)
+    return Variant(chapter, module_globals[name], new_entry, diff)
+
+
+# -- numbers beside a timeline (all on the emulator's virtual clock: a model, not a measurement) ------
+
+def lane_busy(trace, lane, op, cta=0):
+    """Total time (ns) during which ``lane`` of CTA ``cta`` has at least one ``op`` event running
+    (overlapping events counted once)."""
+    spans = sorted((e.start, e.end) for e in trace.events
+                   if e.cta == cta and re.sub(r"^CTA \d+ ", "", e.lane) == lane and e.op == op)
+    total, cur_s, cur_e = 0.0, None, None
+    for st, en in spans:
+        if cur_e is None or st > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = st, en
+        else:
+            cur_e = max(cur_e, en)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def mark_stages(trace):
+    """Set ``stage`` of every TMA load from its barrier's name (``tma2mma[2]`` -> 2), so timelines
+    shade loads by ring stage; return the trace."""
+    for e in trace.events:
+        m = re.search(r"\[(\d+)\]$", e.barrier or "")
+        if e.op == "tma.load" and m:
+            e.stage = int(m.group(1))
+    return trace
+
+
+def trace_of(chapter, a, b, **config):
+    """Run chapter ``chapter`` on the emulator with ``trace=True``; return the trace (stages marked)."""
+    launched = CHAPTERS[chapter].entry(a, b, backend="emulator", trace=True, **config)
+    return mark_stages(launched.launch.trace)
+
+
+def tma_bytes(trace, cta=0):
+    """Bytes brought into CTA ``cta``'s shared memory by TMA loads in ``trace``."""
+    return sum(e.nbytes for e in trace.events if e.op == "tma.load" and e.cta == cta)
+
+
+def model_time(trace):
+    """(ns from the first to the last event, share of that time CTA 0's tensor core is busy)."""
+    start, end = trace.span()
+    return end - start, lane_busy(trace, "tensor core", "mma") / (end - start)
 
 
 class _Table:
