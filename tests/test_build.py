@@ -147,7 +147,7 @@ def test_tensormap_ok():
 
 
 @pytest.mark.parametrize("kwargs, rule", [
-    (dict(dtype="float16", dims=(64, 100), row_stride=200, box=(64, 64)), "multiple of 16 bytes"),
+    (dict(dtype="float16", dims=(64, 100), row_stride=200, box=(64, 64)), "row stride must be a multiple of 16"),
     (dict(dtype="float16", dims=(512, 512), row_stride=1024, box=(128, 128), swizzle="128B"),
      "swizzle span"),
     (dict(dtype="float16", dims=(512, 512), row_stride=1024, box=(64, 32), swizzle="32B"), "swizzle span"),

@@ -60,7 +60,7 @@ def test_emulator_replays_h200(name, policy):
     assert not problems, f"the emulator differs from the H200 ({case.what}):\n{problems}"
 
 
-def test_h200_faults_are_the_documented_ones():
+def test_recording_faults_are_the_documented_ones():
     """Which probe launches the H200 refused (CUDA_ERROR_ILLEGAL_INSTRUCTION): the rules the emulator's
     TensorMapModel.check_box_start states."""
     faulted = {n for n, r in DOC["cases"].items() if "error" in r}
@@ -69,7 +69,7 @@ def test_h200_faults_are_the_documented_ones():
     assert {c.name for c in CASES if not c.isolate} & faulted == set(), faulted
 
 
-def test_h200_plain_tma_does_not_signal_a_peer_barrier():
+def test_recording_plain_tma_does_not_signal_a_peer_barrier():
     """The regression behind the emulator's refusal of a plain TMA load whose barrier is in another CTA."""
     rec = DOC["cases"]["cluster_tma_peer_barrier"]
     obs = decode_output(rec["outputs"]["obs"])
@@ -78,13 +78,13 @@ def test_h200_plain_tma_does_not_signal_a_peer_barrier():
     assert dump[1].any() and dump[3].any() and not dump[0].any(), "the bytes land in the issuing CTA"
 
 
-def test_h200_try_wait_on_incomplete_phase_returns_false():
+def test_recording_try_wait_on_incomplete_phase_returns_false():
     """What the emulator does not model (its try_wait blocks): recorded for the book's statement."""
     obs = decode_output(DOC["cases"]["gpu_only_try_wait"]["outputs"]["obs"])
     assert obs[0] == 0 and obs[1] == 1 and obs[3] == 1 and obs[4] == 0, obs
 
 
-def test_h200_facts_the_emulator_relies_on():
+def test_recording_facts_the_emulator_relies_on():
     """The few numbers the emulator's design states, read straight from the recording."""
     mb = decode_output(DOC["cases"]["mbarrier"]["outputs"]["obs"])
     assert list(mb[:19]) == [0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 1, 1], list(mb[:19])

@@ -311,5 +311,7 @@ def test_device_functions_need_the_target_device_fold(monkeypatch):
     if cuda.is_available():
         pytest.skip("a GPU is present: numba finds a current device by itself")
     monkeypatch.setattr(offline, "target_device", lambda cc: contextlib.nullcontext())
-    with pytest.raises(Exception):
+    from numba.cuda.cudadrv.error import CudaSupportError
+
+    with pytest.raises(CudaSupportError, match="driver"):
         build(_fresh_device_kernel(), ok.SIG)
