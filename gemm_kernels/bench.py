@@ -349,6 +349,7 @@ def run_gpu(chapters, sizes, *, warmup=3, rounds=5, reps=4, cublas=True, chapter
     GPU that is not a B200). Returns a Report."""
     from numba import cuda
 
+    from .chapters import CHAPTERS
     from .check import random_operands
     from .runtime.device import gpu_info
 
