@@ -108,6 +108,7 @@ class FakeGpu:
         from gemm_kernels.runtime import device, launch
 
         device.gpu_info.cache_clear()
+        device.probe_gpu.cache_clear()
         launch.clear_cache()
         launch.GRID_COUNTS_CLUSTERS = None
 
