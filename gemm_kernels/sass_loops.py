@@ -78,6 +78,7 @@ class Loop:
     end: int  # address of the backward branch
     body: list  # instruction texts, NOPs excluded
     branch: str = ""  # the backward branch's text
+    addrs: list = field(default_factory=list)  # the address of each body instruction
 
     @property
     def waterfall(self):
@@ -92,8 +93,9 @@ class Loop:
         return [opcode(t) for t in self.body]
 
     def flags(self):
-        """The flagged instructions in the loop: e.g. ['CALL.ABS.NOINC `(__cuda_sm20_div_s64)']."""
-        return [t for t in self.body
+        """The flagged instructions in the loop, as (address, text):
+        e.g. (0x8b0, 'CALL.ABS.NOINC `(__cuda_sm20_div_s64)')."""
+        return [(a, t) for a, t in zip(self.addrs, self.body)
                 if any(re.match(p, opcode(t)) for _, p in _FLAGS) and not _NOT_FLAGGED.search(t)]
 
 
@@ -151,9 +153,38 @@ def loops(sass):
             m = _BRANCH_TARGET.search(text)
             if m and m.group(1) in target and target[m.group(1)] <= addr:
                 lo = target[m.group(1)]
-                body = [t for a, t in instrs if lo <= a <= addr and opcode(t) != "NOP"]
-                out.append(Loop(fname, lo, addr, body, text))
+                span = [(a, t) for a, t in instrs if lo <= a <= addr]
+                if not _reaches(span, target):
+                    continue  # out-of-line code jumping back (e.g. a BRA.DIV slow path): not a loop
+                kept = [(a, t) for a, t in span if opcode(t) != "NOP"]
+                out.append(Loop(fname, lo, addr, [t for _, t in kept], text, [a for a, _ in kept]))
     return sorted(out, key=lambda lp: lp.size)
+
+
+def _unconditional(text):
+    """A branch or exit that never falls through: no predicate and no condition operand."""
+    return bool(re.match(r"^(BRA(\.U)?\s+`|EXIT\s*$|RET\b|JMP\b)", text))
+
+
+def _reaches(span, target):
+    """Whether control flow starting at the first instruction of ``span`` reaches its last one
+    without leaving the span: only then is the backward branch at the end a loop's back edge."""
+    index = {a: i for i, (a, _) in enumerate(span)}
+    seen, todo = set(), [0]
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i == len(span) - 1:
+            return True
+        a, text = span[i]
+        m = _BRANCH_TARGET.search(text)
+        if m and target.get(m.group(1)) in index:
+            todo.append(index[target[m.group(1)]])
+        if not _unconditional(text):
+            todo.append(i + 1)
+    return False
 
 
 def _units(kind, ops, loads_per_stage):
@@ -189,12 +220,12 @@ def flagged_loops(sass):
     lps = [lp for lp in loops(sass) if not lp.waterfall]
     by_loop = {}
     for lp in lps:
-        for text in lp.flags():
-            key = (lp.function, text)
+        for addr, text in lp.flags():
+            key = (lp.function, addr)
             if key not in by_loop:  # lps is sorted by size: the first loop is the innermost
-                by_loop[key] = lp
+                by_loop[key] = (lp, text)
     out = {}
-    for (_, text), lp in by_loop.items():
+    for lp, text in by_loop.values():
         out.setdefault(id(lp), (lp, []))[1].append(text)
     return sorted(out.values(), key=lambda x: x[0].size)
 

@@ -43,16 +43,18 @@ def test_loop_finder():
 
 
 # Per-unit instruction counts of the sm_100a build (MMA and producer loops per k-block of 64, the
-# epilogue per 128 fp16 columns of one thread), as built after issue 13, plus ~3% headroom.
+# epilogue per 128 fp16 columns of one thread), as built after issue 13, plus ~3% headroom (before
+# issue 13, chapter 7 counted 80.5 / 36.8 / 371 and chapters 6-9 had a software division or a
+# MEMBAR.ALL.GPU in a loop: /work/notes/i13_hot_loops_before.txt). Chapters 4 and 5 run their
+# epilogue once per CTA: no epilogue loop.
 HOT_LOOP_BUDGET = {
-    4: {"MMA": 103, "TMA producer": 103, "epilogue": 283},
-    5: {"MMA": 140, "TMA producer": 26, "epilogue": 308},
-    6: {"MMA": 175, "TMA producer": 48, "epilogue": 309},
-    7: {"MMA": 83, "TMA producer": 38, "epilogue": 383},
-    8: {"MMA": 84, "TMA producer": 40, "epilogue": 214},
-    9: {"MMA": 87, "TMA producer": 49, "epilogue": 256},
+    4: {"MMA": 94, "TMA producer": 94},
+    5: {"MMA": 120, "TMA producer": 26},
+    6: {"MMA": 160, "TMA producer": 39, "epilogue": 301},
+    7: {"MMA": 59, "TMA producer": 35, "epilogue": 226},
+    8: {"MMA": 62, "TMA producer": 36, "epilogue": 206},
+    9: {"MMA": 62, "TMA producer": 46, "epilogue": 196},
 }
-FLAGGED_LOOPS_ALLOWED = {4: 0, 5: 0, 6: 1, 7: 2, 8: 2, 9: 3}
 
 
 @needs_nvdisasm
@@ -64,4 +66,4 @@ def test_hot_loop_budget(chapter):
     assert set(per) == set(HOT_LOOP_BUDGET[chapter]), f"chapter {chapter}: hot loops found: {sorted(per)}"
     over = {k: round(v, 1) for k, v in per.items() if v > HOT_LOOP_BUDGET[chapter][k]}
     assert not over, f"chapter {chapter}: hot loops over budget {HOT_LOOP_BUDGET[chapter]}: {over}\n" + report(b.sass)
-    assert len(flagged) <= FLAGGED_LOOPS_ALLOWED[chapter], report(b.sass)
+    assert not flagged, f"chapter {chapter}: a MEMBAR.*GPU or CALL inside a loop\n" + report(b.sass)
