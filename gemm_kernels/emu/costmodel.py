@@ -16,8 +16,9 @@ CLOCK_GHZ = _p("clock_ghz")
 #: Dense fp16 tensor-core rate per SM, FLOP per cycle (cta_group::1 and each SM of a ::2 pair).
 MMA_FLOP_PER_CYCLE = _p("mma_flop_per_cycle_sm")
 
-#: TMA: latency of a tiled load that hits in L2 (cycles), and the SM's L2 -> shared bandwidth.
-TMA_LATENCY_CYCLES = _p("l2_hit_latency_cycles")
+#: TMA: latency of a tiled load served by L2 while the chip streams (half the loads cross the die),
+#: in cycles, and the SM's L2 -> shared bandwidth.
+TMA_LATENCY_CYCLES = _p("tma_l2_latency_cycles") + 0.5 * _p("die_crossing_cycles")
 TMA_BYTES_PER_CYCLE = _p("tma_port_bytes_per_cycle_sm")
 
 #: tcgen05.ld of 32 lanes x 32 columns (one warp).
@@ -34,9 +35,9 @@ ISSUE_CYCLES = _p("issue_cycles")
 GLOBAL_ACCESS_CYCLES = _p("global_access_cycles")
 
 #: The latency a thread pays once at the start of each run of ordinary global loads (the
-#: rest of the run overlaps with it: loads are pipelined; stores do not stall the thread). The
-#: same L2 latency as a TMA load.
-GLOBAL_LATENCY_CYCLES = TMA_LATENCY_CYCLES
+#: rest of the run overlaps with it: loads are pipelined; stores do not stall the thread): an L2
+#: hit's latency.
+GLOBAL_LATENCY_CYCLES = _p("l2_hit_latency_cycles")
 
 
 def cycles_to_ns(cycles):

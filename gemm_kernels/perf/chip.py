@@ -8,7 +8,7 @@ give each SM, and how long the whole kernel takes.
 * L2. A tile-granular LRU cache over panels (a tile row's A panel, a tile column's B panel, all of
   K): each round touches its panels; a panel not in the cache comes from HBM. That gives the HBM
   bytes and the fraction of TMA bytes that miss.
-* What one SM's TMA sees: latency = L2 hit + half the die crossing (half the data lives on the
+* What one SM's TMA sees: latency = an L2-served load under load + half the die crossing (half the data lives on the
   other die) + the miss fraction x the extra HBM latency; bandwidth = the least of its own port,
   its share of the L2's total and its share of HBM divided by the miss fraction.
 * Time: launch overhead + the share's virtual span (persistent), or + the waves of one-tile CTAs
@@ -113,7 +113,7 @@ def tma_feed(traffic, active_sms):
     """Latency and bandwidth one SM's TMA sees, from the L2 model and the shared bandwidths."""
     ghz = P("clock_ghz")
     miss = traffic.miss_fraction
-    latency = P("l2_hit_latency_cycles") + 0.5 * P("die_crossing_cycles") + miss * P("hbm_extra_latency_cycles")
+    latency = P("tma_l2_latency_cycles") + 0.5 * P("die_crossing_cycles") + miss * P("hbm_extra_latency_cycles")
     options = {"TMA": P("tma_port_bytes_per_cycle_sm"), "L2": P("l2_bytes_per_cycle_total") / active_sms}
     hbm_per_read = (traffic.hbm_read_bytes + traffic.d_bytes) / max(traffic.l2_read_bytes, 1)
     if hbm_per_read > 0:  # HBM serves the misses and the result; spread over the time the loads take

@@ -45,9 +45,11 @@ class Prediction:
 def _config(chapter, pipe_depth):
     from ..chapters import CHAPTERS
 
-    if pipe_depth is None or "pipe_depth" not in CHAPTERS[chapter].config:
+    config = CHAPTERS[chapter].config
+    if "pipe_depth" not in config:
         return {}, None
-    return {"pipe_depth": int(pipe_depth)}, int(pipe_depth)
+    depth = int(config["pipe_depth"] if pipe_depth is None else pipe_depth)
+    return {"pipe_depth": depth}, depth
 
 
 def takes_depth(chapter):

@@ -8,7 +8,8 @@ no per-chapter or per-size factor anywhere in the model.
 Each entry: value, unit, (low, high) the sources span, source."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,13 @@ PARAMS = {
     "l2_hit_latency_cycles": Param(280, "cycles", 280, 420,
                                    f"{CC}: L2 hit latency about 150 ns within a partition (x 1.86 GHz); "
                                    f"{JC}: 420 cycles for a global access missing the near caches"),
+    "tma_l2_latency_cycles": Param(1000, "cycles", 280, 2048,
+                                   "latency of a TMA tile load served by L2 while every SM streams (issue to the "
+                                   "last byte's arrival, before its transfer time). CALIBRATED on the calibration "
+                                   "set (calibration.py) within the range the sources allow: low, the unloaded L2 "
+                                   f"hit ({CC}: about 150 ns = 280 cycles); high, {SA}: TMA reaches its bandwidth "
+                                   "only with up to 128 KiB in flight per SM, i.e. 128 KiB / 64 B/cycle = 2048 "
+                                   "cycles of latency under load (Little's law)"),
     "die_crossing_cycles": Param(300, "cycles", 300, 300, f"{SA}: about 300 extra cycles die to die"),
     "hbm_extra_latency_cycles": Param(420, "cycles", 300, 700,
                                       f"{JC}: 420-cycle global-memory latency on a cache miss; added to an L2 "
@@ -79,6 +87,21 @@ PARAMS = {
 
 def value(name):
     return PARAMS[name].value
+
+
+@contextmanager
+def overridden(**values):
+    """Other values for some parameters inside a ``with`` block (the calibration search uses it)."""
+    unknown = [k for k in values if k not in PARAMS]
+    if unknown:
+        raise KeyError(f"not model parameters: {unknown}")
+    old = {k: PARAMS[k] for k in values}
+    for k, v in values.items():
+        PARAMS[k] = replace(old[k], value=v)
+    try:
+        yield
+    finally:
+        PARAMS.update(old)
 
 
 def table_rows():
