@@ -7,6 +7,7 @@ import sys
 import time
 
 from gemm_kernels.perf import bench, calibration, predictions
+from gemm_kernels.perf.book import Stored
 from gemm_kernels.perf.model import predict
 
 
@@ -22,22 +23,10 @@ def main():
               flush=True)
     report = {"kind": "model", "model": True, "label": bench.MODEL_LABEL, "fingerprint": predictions.fingerprint(),
               "results": rows, "seconds": round(time.perf_counter() - t0, 1)}
-    cal = calibration.evaluate(predict=lambda c, m, n, k, d: _stored(rows, c, m, d))
+    cal = calibration.evaluate(predict=lambda c, m, n, k, d: Stored(report, c, m, d))
     print(calibration.table(cal))
     bench.write_json(report, predictions.PATH)
     print(f"wrote {predictions.PATH} in {report['seconds']} s")
-
-
-class _Stored:
-    def __init__(self, r):
-        self.tflops, self.bottleneck = r["tflops"], r["bottleneck"]
-
-
-def _stored(rows, c, size, depth):
-    for r in rows:
-        if r["chapter"] == c and r["m"] == size and r["pipe_depth"] == depth:
-            return _Stored(r)
-    raise KeyError((c, size, depth))
 
 
 if __name__ == "__main__":

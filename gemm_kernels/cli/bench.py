@@ -88,6 +88,9 @@ def run(args) -> int:
     if args.plot:
         bench.plot(rep, args.plot)
         print(f"wrote {args.plot}")
+        if rep.kind == "measurement" and not args.cublas_only:  # the ladder: model, published, yours (issue 14)
+            from gemm_kernels.perf.ladder import plot_measured_ladder
+            print(f"wrote {plot_measured_ladder(rep, args.plot)}")
     bad = [r for r in rep.results if r.verified is False]
     if bad:
         print(f"error: {len(bad)} result(s) failed the correctness check: {[r.name for r in bad]}", file=sys.stderr)

@@ -32,11 +32,21 @@ def measured_rows(rep):
 
 
 def plot_ladder(path, *, model, measured=None, sizes=(4096, 8192)):
-    """``model``: a model report dict (perf.bench.run or the book's precomputed JSON);
-    ``measured``: rows of a B200 measurement (measured_rows), or None for an empty series."""
+    """Write the ladder figure to ``path`` (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = ladder_figure(model=model, measured=measured, sizes=sizes)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def ladder_figure(*, model, measured=None, sizes=(4096, 8192)):
+    """``model``: a model report dict (perf.bench.run or the stored predictions.json);
+    ``measured``: rows of a B200 measurement (measured_rows), or None: the series stays empty."""
     import matplotlib.pyplot as plt
 
     pub_rows = [{"chapter": p.chapter, "m": p.size, "pipe_depth": p.pipe_depth, "tflops": p.tflops}
@@ -59,6 +69,16 @@ def plot_ladder(path, *, model, measured=None, sizes=(4096, 8192)):
         ax.set_xlabel("chapter (step of the ladder)", fontsize=8)
     axes[0].set_ylabel("TFLOP/s")
     axes[0].legend(fontsize=7, loc="upper left")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return fig
+
+
+def plot_measured_ladder(rep, plot_path):
+    """``bench --backend blackwell --plot F``: the ladder with the measured series filled, written
+    beside F as F's stem + '-ladder.png'; the model series is the stored predictions."""
+    from pathlib import Path
+
+    from .predictions import load
+
+    p = Path(plot_path)
+    out = p.with_name(p.stem + "-ladder.png")
+    return plot_ladder(out, model=load(), measured=measured_rows(rep))
