@@ -4,7 +4,10 @@
   ``_static`` and loaded by every page, so the interactive trace views (``trace_view``) need no
   CDN and carry no copy of the library each;
 * every executed notebook page offers its ``.ipynb`` in the download menu (sphinx-book-theme does
-  that only when an online launch service is configured, which this offline book has none of).
+  that only when an online launch service is configured, which this offline book has none of);
+* the pages load without a JavaScript error (``tests/test_book.py`` opens one in Chromium): the
+  theme's colour mode gets a valid default, and an inline script that sphinx-thebe adds twice
+  (a ``const`` declared twice is a SyntaxError) is kept once.
 """
 from __future__ import annotations
 
@@ -41,7 +44,24 @@ def _offer_ipynb(app, pagename, templatename, context, doctree):
     context["ipynb_source"] = pagename + ".ipynb"
 
 
+def _theme_defaults(app, config):
+    # pydata-sphinx-theme logs a console error for an empty mode, its default here
+    config.html_theme_options.setdefault("default_mode", "auto")
+
+
+def _scripts_once(app, pagename, templatename, context, doctree):
+    seen, kept = set(), []
+    for script in context.get("script_files", []):
+        key = (str(script), tuple(sorted((k, str(v)) for k, v in getattr(script, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(script)
+    context["script_files"] = kept
+
+
 def setup(app):
+    app.connect("config-inited", _theme_defaults)
+    app.connect("html-page-context", _scripts_once, priority=900)
     app.connect("builder-inited", _add_static)
     app.add_js_file(PLOTLY_JS)
     # before sphinx-book-theme builds its header buttons (priority 501)
