@@ -239,7 +239,7 @@ def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
     print(f"shape:   M={m}, N={n}, K={k}")
     print(f"max |D - numpy| = {cmp.max_abs:.3g}")
     print(f"tolerance at the worst element {tuple(int(i) for i in worst)}: {tol[worst]:.3g}")
-    print(f"  (one fp16 ulp of the reference + K * 2^-24 * sum|a*b|;")
+    print("  (one fp16 ulp of the reference + K * 2^-24 * sum|a*b|;")
     print(f"   over all elements it ranges {tol.min():.3g} .. {tol.max():.3g})")
     print(f"{cmp.mismatches} of {cmp.total} elements out of tolerance -> {'OK' if cmp.ok else 'FAIL'}")
     assert cmp.ok, cmp.report()

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemm_kernels import emu, layouts
+from gemm_kernels import layouts
 from gemm_kernels.emu import errors as E
 from tests import emu_kernels as K
 

@@ -16,12 +16,6 @@ class KernelRef:
     label: str
 
 
-def _get(entry, name):
-    if isinstance(entry, dict):
-        return entry.get(name)
-    return getattr(entry, name, None)
-
-
 def load_function(spec: str):
     """``package.module:function`` (dots after the colon walk attributes) -> the object."""
     if ":" not in spec:
@@ -41,21 +35,12 @@ def load_function(spec: str):
 
 def chapter_kernel(n: int) -> KernelRef:
     """The kernel and signature of chapter ``n`` from ``gemm_kernels.CHAPTERS``."""
-    import gemm_kernels
+    from gemm_kernels import CHAPTERS
 
-    chapters = getattr(gemm_kernels, "CHAPTERS", None)
-    if chapters is None:
-        raise CliError("gemm_kernels.CHAPTERS is not defined yet (no chapter registry in this "
-                       "checkout); use --kernel package.module:function --sig SIGNATURE")
-    try:
-        entry = chapters[n]
-    except (KeyError, IndexError, TypeError):
-        keys = list(chapters.keys()) if hasattr(chapters, "keys") else "?"
-        raise CliError(f"no chapter {n} in gemm_kernels.CHAPTERS (chapters: {keys})") from None
-    kernel, sig = _get(entry, "kernel"), _get(entry, "signature")
-    if kernel is None or sig is None:
-        raise CliError(f"gemm_kernels.CHAPTERS[{n}] has no 'kernel' and 'signature' to build")
-    return KernelRef(kernel, sig, f"chapter {n}")
+    if n not in CHAPTERS:
+        raise CliError(f"no chapter {n}; available: {sorted(CHAPTERS)}")
+    ch = CHAPTERS[n]
+    return KernelRef(ch.kernel, ch.signature, f"chapter {n}")
 
 
 def chapter_and_shape(args):
