@@ -8,6 +8,7 @@ bundled offline copy.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path

@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from gemm_kernels import book_helpers as bh
 from gemm_kernels import timeline, trace_view
 from gemm_kernels.check import random_operands
 
