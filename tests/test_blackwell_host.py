@@ -23,9 +23,6 @@ from tests.fake_gpu.spec import B200, H200
 
 # the chapters whose host side passes argument types other than the SIGNATURE the book builds
 # (and test_chapters_build checks): numba would compile, and a B200 would run, another kernel
-SIGNATURE_MISMATCH = {6, 7, 8, 9}
-
-
 @pytest.fixture
 def gemm_gpu(monkeypatch):
     """A fake B200 on which a chapter kernel's launch writes the correct D (numpy)."""
@@ -63,11 +60,7 @@ def test_chapter_gpu_path_runs_its_kernel(chapter, emulating_gpu):
         assert all(t.swizzle == "CU_TENSOR_MAP_SWIZZLE_128B" for t in maps)
 
 
-@pytest.mark.parametrize("chapter", [c for c in sorted(CHAPTERS) if c not in SIGNATURE_MISMATCH]
-                         + [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=(
-                             "bug: the host passes Python ints (int64) where SIGNATURE declares int32; "
-                             "kernels/* (helper i13) must pass np.int32")))
-                            for c in sorted(SIGNATURE_MISMATCH)])
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
 def test_gpu_launch_compiles_the_signature_the_book_builds(chapter, gemm_gpu):
     ch = CHAPTERS[chapter]
     a, b = random_operands(*ch.test_shape, seed=0)

@@ -19,9 +19,9 @@ def add_parser(subparsers):
                                           "order, fp16 uniform[-1,1) inputs, clocks reported).")
     p.add_argument("--chapters", default="1-9", help="e.g. 1-9, 3,5,7 (default 1-9)")
     p.add_argument("--sizes", default="2048,4096,8192", help="cube sizes M=N=K (default 2048,4096,8192)")
-    p.add_argument("--backend", choices=["blackwell", "emulator"], default="blackwell",
-                   help="blackwell (default; needs a B200) or emulator (a virtual-clock MODEL at each chapter's "
-                        "small test shape)")
+    p.add_argument("--backend", choices=["blackwell", "emulator", "model"], default="blackwell",
+                   help="blackwell (default; needs a B200), emulator (a virtual-clock MODEL at each chapter's "
+                        "small test shape) or model (the B200 performance MODEL at full size, gemm_kernels.perf)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--plot", metavar="FILE", help="write a bar chart (PNG)")
     p.add_argument("--warmup", type=non_negative_int, default=3)
@@ -55,6 +55,9 @@ def run(args) -> int:
         print(f"error: no chapter(s) {missing}; available: {sorted(CHAPTERS)}", file=sys.stderr)
         return 2
     log = lambda s: print(s, file=sys.stderr)  # noqa: E731
+    if args.backend == "model":  # the B200 performance model (gemm_kernels.perf, issue 14)
+        from gemm_kernels.perf.bench import run_cli
+        return run_cli(args, chapters, sizes, depths, log)
 
     if args.backend == "emulator":
         if args.cublas_only:
@@ -81,12 +84,18 @@ def run(args) -> int:
             rep = bench.run_gpu(chapters, sizes, warmup=args.warmup, rounds=args.rounds, reps=args.reps,
                                 cublas=not args.no_cublas, log=log, pipe_depths=depths)
     print(bench.table(rep))
+    if rep.kind == "measurement" and not args.cublas_only:  # the model beside each measurement (issue 14)
+        from gemm_kernels.perf.bench import beside_measurements
+        print(beside_measurements(rep))
     if args.json:
         bench.write_json(rep, args.json)
         print(f"wrote {args.json}")
     if args.plot:
         bench.plot(rep, args.plot)
         print(f"wrote {args.plot}")
+        if rep.kind == "measurement" and not args.cublas_only:  # the ladder: model, published, yours (issue 14)
+            from gemm_kernels.perf.ladder import plot_measured_ladder
+            print(f"wrote {plot_measured_ladder(rep, args.plot)}")
     bad = [r for r in rep.results if r.verified is False]
     if bad:
         print(f"error: {len(bad)} result(s) failed the correctness check: {[r.name for r in bad]}", file=sys.stderr)
