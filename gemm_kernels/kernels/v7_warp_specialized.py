@@ -23,7 +23,7 @@ from ..layouts import make_instr_desc
 from ..pipeline import advance, grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
-from .descriptors import DESC_LO_K_STEP, sw128_desc, sw128_desc_lo
+from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
 from .epilogue import MAX_PACKED, packed_to_staging, store_staging_async, tmem_load_packed
 from .tmem_lifecycle import tmem_allocate, tmem_free
 from .v4_tma import tma_launch
@@ -139,8 +139,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     b_desc = b_lo + stage * STAGE_DESC_STEP
                     if ptx.elect_sync():
                         for k in range(BLOCK_K // MMA_K):
-                            ptx.tcgen05_mma(d_tmem, sw128_desc(a_desc + k * DESC_LO_K_STEP),
-                                            sw128_desc(b_desc + k * DESC_LO_K_STEP), IDESC, accumulate | uint32(k > 0))
+                            ptx.tcgen05_mma_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
+                                               IDESC, accumulate | uint32(k > 0))
                         ptx.tcgen05_commit(base + EMPTY0 + 8 * stage)  # stage free once these MMAs are done
                     accumulate = uint32(1)
                     stage, phase = advance(stage, phase, DEPTH)

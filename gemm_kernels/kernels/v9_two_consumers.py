@@ -22,7 +22,7 @@ from ..layouts import make_instr_desc
 from ..pipeline import advance, grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_MMA1, ROLE_TMA, ROLE_WRITEBACK, ROLE_WRITEBACK1
-from .descriptors import DESC_LO_K_STEP, sw128_desc, sw128_desc_lo
+from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
 from .epilogue import packed_to_staging, store_staging, tmem_load_packed
 from .v4_tma import tma_launch
 from .v6_persistent import GROUP
@@ -148,8 +148,8 @@ def make_kernel(depth, group=GROUP):
                         b_desc = b_lo + stage * B_STAGE_DESC_STEP
                         if ptx.elect_sync():
                             for k in range(BLOCK_K // MMA_K):
-                                ptx.tcgen05_mma_cg2(d_tmem, sw128_desc(a_desc + k * DESC_LO_K_STEP),
-                                                    sw128_desc(b_desc + k * DESC_LO_K_STEP), IDESC, accumulate | uint32(k > 0))
+                                ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
+                                                       IDESC, accumulate | uint32(k > 0))
                             ptx.tcgen05_commit_cg2_multicast(base + EMPTY0 + 8 * stage, PAIR)
                         accumulate = uint32(1)
                         stage, phase = advance(stage, phase, DEPTH)

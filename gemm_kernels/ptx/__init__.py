@@ -9,6 +9,7 @@ from .mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_clu
                        mbarrier_arrive_relaxed_cluster, mbarrier_try_wait, mbarrier_wait, mbarrier_wait_cluster,
                        mbarrier_wait_sleep)
 from .tcgen05 import (tcgen05_commit, tcgen05_commit_cg2_multicast, tcgen05_mma, tcgen05_mma_cg2,  # noqa: F401
+                      tcgen05_mma_cg2_lo, tcgen05_mma_lo,
                       tmem_alloc, tmem_alloc_cg2, tmem_dealloc, tmem_dealloc_cg2, tmem_ld_32x32b_x8,
                       tmem_ld_32x32b_x16, tmem_ld_32x32b_x32, tmem_ld_32x32b_x64, tmem_relinquish,
                       tmem_relinquish_cg2, tmem_wait_ld)
