@@ -362,6 +362,18 @@ def k_bulk_wait_group_read1(tmap, x, out, fout):
     ptx.bulk_wait_group_read1()
 
 
+def k_bulk_wait_group_read2(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.bulk_wait_group_read2()
+
+
+def k_bulk_wait_group_read3(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.bulk_wait_group_read3()
+
+
 def k_prefetch_tensormap(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x
@@ -373,6 +385,12 @@ def k_elect_sync(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x
     out[1 + cuda.threadIdx.x] = ptx.elect_sync()
+
+
+def k_warp_uniform(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    out[1 + cuda.threadIdx.x] = ptx.warp_uniform(cuda.threadIdx.x // 32 + x)
 
 
 def k_named_barrier_sync(tmap, x, out, fout):

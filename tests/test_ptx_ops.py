@@ -90,9 +90,12 @@ SASS_SM100 = {
     "bulk_commit_group": ("UTMACMDFLUSH", None),
     "bulk_wait_group_read0": ("DEPBAR.LE", None),
     "bulk_wait_group_read1": ("DEPBAR.LE", None),
+    "bulk_wait_group_read2": ("DEPBAR.LE", "0x2"),
+    "bulk_wait_group_read3": ("DEPBAR.LE", "0x3"),
     "prefetch_tensormap": ("UTMACCTL.PF", None),
     # warps, CTAs, clusters
     "elect_sync": ("ELECT", None),
+    "warp_uniform": ("SHFL.IDX", None),
     "named_barrier_sync": ("BAR.SYNC", None),            # BAR.SYNC.DEFER_BLOCKING
     "named_barrier_arrive": ("BAR.ARV", None),
     "cluster_arrive": ("UCGABAR_ARV", None),             # after MEMBAR.ALL.GPU (release)
