@@ -66,6 +66,7 @@ def _tma_store_2d(tmap, c0, c1, src):
     cta, off = t.cta.resolve(src, tm.box_bytes, "TMA store source")
     op = TmaStore(t, tm, off, int(c0), int(c1))
     t.open_group.append(op)
+    t.pending_stores.append(op)
     t.scheduler.submit(op)
     t.advance()
 
@@ -97,6 +98,7 @@ def _bulk_wait_group_read0():
     t.scheduler.block(t.bulk_waitable, lambda: all(op.done for op in ops),
                       lambda: f"in cp.async.bulk.wait_group.read 0 for {sum(not o.done for o in ops)} TMA store(s)")
     t.bulk_groups = []
+    t.bulk_waited(ops)
     if ops:
         t.clock = max([t.clock] + [op.end for op in ops])
 
@@ -116,6 +118,7 @@ def _bulk_wait_group_read1():
     t.scheduler.block(t.bulk_waitable, lambda: all(op.done for op in ops),
                       lambda: f"in cp.async.bulk.wait_group.read 1 for {sum(not o.done for o in ops)} TMA store(s)")
     t.bulk_groups = t.bulk_groups[-1:]
+    t.bulk_waited(ops)
     if ops:
         t.clock = max([t.clock] + [op.end for op in ops])
 
