@@ -62,6 +62,7 @@ class EmuThread:
         self.tc_after = None  # (sync, site, kinds) acquired with tcgen05 work behind it, not yet fenced after
         self.tc_before_src = None  # (op text, sync) of unfenced tcgen05 work that reached this thread
         self.pending_stores = []  # TMA stores not yet covered by a cp.async.bulk.wait_group.read
+        self.unfenced = []  # (lo, hi) of this CTA's shared memory this thread stored to since its last proxy fence
 
     @property
     def launch(self):
@@ -102,14 +103,15 @@ class EmuThread:
         return self.warp.clock.release(into)
 
     def acquire(self, vc, sync=None, carries_tc=0, unfenced=None):
-        """Acquire ``vc``; ``sync`` names the synchronisation for tcgen05-fence reports, ``carries_tc``
+        """Acquire ``vc``; ``sync()`` names the synchronisation for tcgen05-fence reports, ``carries_tc``
         the kinds of tcgen05 work behind it, ``unfenced`` such work without fence::before_thread_sync."""
         self.warp.clock.acquire(vc)
         if carries_tc:
             prev = self.tc_after
-            self.tc_after = (sync, site(2), carries_tc | (prev[2] if prev else 0))
+            name = sync()
+            self.tc_after = (name, site(2), carries_tc | (prev[2] if prev else 0))
             # the latest synchronisation decides (an earlier unfenced one may since be covered by a fenced one)
-            self.tc_before_src = (unfenced, sync) if unfenced is not None else None
+            self.tc_before_src = (unfenced, name) if unfenced is not None else None
 
     def tcgen05_op(self, what, sid, kind):
         """A tcgen05 operation (kind: hb.TC_READ for tcgen05.ld, TC_WRITE for MMA / tcgen05.st, both for
@@ -308,7 +310,7 @@ class NamedBarrier(Waitable):
                            f"; lanes {_ranges(t.lane for t in lanes)} of warp {w.index} arrived, the others not yet")
                         + ")")
             thread.clock = max(thread.clock, self.release_clock)
-            self.released[joined[0]].acquire(thread, f"bar.sync {self.ident}")
+            self.released[joined[0]].acquire(thread, lambda: f"bar.sync {self.ident}")
 
     def _maybe_join(self, w):
         pend = self.warp_pending.get(w.index)
@@ -423,7 +425,7 @@ class CTA:
         t = current_thread()
         if t is not None:
             clock = t.warp.clock
-            if clock.vc[bar.init_slot] < bar.init_ep:
+            if clock.vcm[bar.init_slot] < bar.init_ep:
                 raise MemoryFault(
                     f"{what} by {t} at {here()} uses mbarrier {bar.name} of CTA {cta.rank_text()} before its "
                     f"initialisation by {bar.init_by} was published to it: mbarrier.init, then "
@@ -506,7 +508,7 @@ class Cluster(Waitable):
                                             f"threads arrived)")
         thread.cluster_arrived_gen = None
         thread.clock = max(thread.clock, self.release_clock)
-        self.bar_released[gen].acquire(thread, "the cluster barrier (barrier.cluster.wait)")
+        self.bar_released[gen].acquire(thread, lambda: "the cluster barrier (barrier.cluster.wait)")
 
     # -- clock slots, for reports --------------------------------------------------------------------
     def is_warp_slot(self, slot):

@@ -150,7 +150,7 @@ class MBarrier(Waitable):
         if phase >= 0:
             sp = self.done_sp.get(phase)
             if sp is not None:
-                sp.acquire(thread, f"the wait on mbarrier {self.name} (phase {phase})")
+                sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
         self.meant[key] = self._next_meant(key, parity)
         self.waits += 1
         return self.completion_time.get(phase, 0.0)

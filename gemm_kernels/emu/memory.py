@@ -295,7 +295,8 @@ class SharedMemory:
                 self.w_ep[lo:hi] = ep
                 self.w_site[lo:hi] = sid
                 self.dirty[lo:hi] = t.tid + 1
-            t.unfenced_stores = True
+            if self.cta is t.cta:
+                t.unfenced.append((lo, hi))
         else:
             rw, rep, rsite = self._rw, self._rep, self._rsite
             if rw[lo] == slot and rep[lo] == ep and rw[hi - 1] == slot:
@@ -404,11 +405,13 @@ class SharedMemory:
         self.dirty[addrs] = 0
 
     def fence_proxy_async(self, thread):
-        if not getattr(thread, "unfenced_stores", False):
-            return  # (scanning all of shared memory for a thread that stored nothing is slow)
-        thread.unfenced_stores = False
-        d = self.dirty
-        d[d == thread.tid + 1] = 0
+        """Only the ranges this thread stored to since its last fence are visited (a scan of all of
+        shared memory per fence dominated the epilogues' time)."""
+        d, mark = self.dirty, thread.tid + 1
+        for lo, hi in thread.unfenced:
+            seg = d[lo:hi]
+            seg[seg == mark] = 0
+        thread.unfenced = []
 
     def check_fenced(self, lo, hi, reader):
         d = self.dirty[lo:hi]

@@ -50,7 +50,8 @@ class LoadedRegisters(tuple):
                 f"may not hold the value yet. Execute ptx.tmem_wait_ld() between the load and the first use.")
 
     def __getitem__(self, i):
-        self._check()
+        if not self._load.waited:
+            self._check()
         return tuple.__getitem__(self, i)
 
     def __iter__(self):
