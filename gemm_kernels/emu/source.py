@@ -21,7 +21,8 @@ def _is_internal(code):
     v = _internal_code.get(code)
     if v is None:
         f = code.co_filename
-        v = f.startswith(_INTERNAL) or "site-packages" in f or f.startswith("<")
+        # ("<variant of ...>": a kernel edited by book_helpers.variant is kernel code; "<frozen ...>" is not)
+        v = f.startswith(_INTERNAL) or "site-packages" in f or (f.startswith("<") and not f.startswith("<variant"))
         _internal_code[code] = v
     return v
 
