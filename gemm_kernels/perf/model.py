@@ -87,12 +87,12 @@ def predict(chapter, m, n, k, pipe_depth=None, *, keep_trace=False):
     if geo.persistent:
         per_unit = math.ceil(len(order) / units_on_chip)
         sm_cycles = share.span_cycles
-        tc_cycles, tma_cycles = share.tc_busy_cycles, share.tma_busy_cycles
+        tma_cycles = share.tma_busy_cycles
     else:
         per_unit = math.ceil(len(order) / units_on_chip)  # CTAs on the busiest SM
         busiest = max(share.tc_busy_cycles, share.tma_busy_cycles)
         sm_cycles = max(math.ceil(per_unit / occ) * share.span_cycles, per_unit * busiest)
-        tc_cycles, tma_cycles = per_unit * share.tc_busy_cycles, per_unit * share.tma_busy_cycles
+        tma_cycles = per_unit * share.tma_busy_cycles
     launch_us = P("launch_overhead_us")
     time_us = launch_us + sm_cycles / (ghz * 1e3)
     t_cycles = time_us * ghz * 1e3
