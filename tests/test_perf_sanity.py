@@ -42,6 +42,17 @@ def test_a_cta_pair_halves_each_sms_operand_bytes():
     assert pair.load_bytes / pair.mma_flops == pytest.approx(0.5 * one.load_bytes / one.mma_flops)
 
 
+@pytest.mark.parametrize("m,n,ctas", [(128, 128, 1), (256, 256, 2)])
+def test_shared_memory_never_limits_the_books_mmas(m, n, ctas):
+    """Why the clock has no shared-memory term: each SM's operand bytes of one K=16 MMA (its own
+    M/ctas rows of A, N/ctas rows of B, fp16) arrive at 128 B/cycle no slower than the MMA computes."""
+    k = 16
+    flops_per_sm = 2 * m * n * k / ctas
+    operand_bytes_per_sm = (m // ctas + n // ctas) * k * 2
+    compute = flops_per_sm / params.value("mma_flop_per_cycle_sm")
+    assert operand_bytes_per_sm / params.value("smem_operand_bytes_per_cycle") <= compute
+
+
 def test_l2_model_counts_each_panel_once_when_everything_fits():
     geo = chip.Geometry(128, 128, 1, True, 8)
     order = chip.tile_order(geo, 1024, 1024)
