@@ -4,8 +4,10 @@ on a page is produced from the package itself, never pasted.
 * ``show_source(obj)``: the source of a kernel or device function, as a highlighted listing.
 * ``show_diff(chapter)``: a unified diff of chapter N's kernel against chapter N-1's.
 * ``show_sass(chapter, patterns)``: the lines of the chapter's real sm_100a build that match.
-* ``run_and_verify(chapter, m, n, k)``: run on a B200 if present, else on the emulator, and compare
-  with numpy; says which machine ran and raises if the result is wrong.
+* ``use_backend(BACKEND)``: the one switch at the top of each chapter ("auto", "emulator",
+  "blackwell"; also the environment variable ``GEMM_BOOK_BACKEND``), used by every cell below.
+* ``run_and_verify(chapter, m, n, k)``: run on the chapter's backend and compare with numpy; says
+  which machine ran and raises if the result is wrong.
 * ``variant(chapter, replace)``: the chapter's kernel (or, from step 5, its kernel factory) with a
   few lines edited (for "Break it" exercises), run on the emulator through the chapter's own host
   entry.
@@ -186,28 +188,58 @@ def best_backend():
     return "emulator", f"found {info.name}, which is not a B200"
 
 
+#: the environment variable that sets a chapter's ``BACKEND`` without editing the page
+BACKEND_ENV = "GEMM_BOOK_BACKEND"
+BACKEND_CHOICES = ("auto", "emulator", "blackwell")
+_chosen = None  # (backend, why) once a chapter called use_backend
+
+
+def use_backend(choice="auto"):
+    """The one switch at the top of each chapter: every run, trace and break-it cell of the page
+    asks ``backend()`` afterwards. ``"auto"``: a B200 when one is visible, else the emulator;
+    ``"emulator"`` or ``"blackwell"`` force one (``"blackwell"`` without a B200 is refused here,
+    before anything runs). Prints the choice and why; returns the backend."""
+    global _chosen
+    choice = (choice or "auto").strip().lower()
+    if choice not in BACKEND_CHOICES:
+        raise ValueError(f"BACKEND = {choice!r}: choose one of {', '.join(BACKEND_CHOICES)} "
+                         f"(or set {BACKEND_ENV} to one of them)")
+    found, why = best_backend()
+    if choice == "blackwell" and found != "blackwell":
+        raise RuntimeError(f"BACKEND = 'blackwell', but {why}: set BACKEND (or {BACKEND_ENV}) to 'auto' or "
+                           f"'emulator' on this machine")
+    _chosen = ("emulator", "chosen with BACKEND") if choice == "emulator" else (found, why)
+    print(f"BACKEND = {choice!r}: runs and traces on the {_chosen[0]} ({_chosen[1]})")
+    return _chosen[0]
+
+
+def backend():
+    """(backend, why) the chapter's run, trace and break-it cells use (``use_backend``; default: auto)."""
+    return _chosen or best_backend()
+
+
 def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
-    """Run chapter ``chapter`` on the best backend and compare with the numpy reference.
+    """Run chapter ``chapter`` on the chapter's backend and compare with the numpy reference.
 
     ``m, n, k``: the shape on the emulator; ``gpu_shape``: the shape on a B200 (default: the same).
     Prints which machine ran, the error and the tolerance; raises AssertionError on a mismatch."""
-    from .check import compare, random_operands, reference, tolerance
+    from .check import TOLERANCE_FORMULA, compare, random_operands, reference, tolerance
 
-    backend, why = best_backend()
-    if backend == "blackwell" and gpu_shape is not None:
+    where, why = backend()
+    if where == "blackwell" and gpu_shape is not None:
         m, n, k = gpu_shape
     a, b = random_operands(m, n, k, seed=seed)
-    d = CHAPTERS[chapter].entry(a, b, backend=backend, **config)
+    d = CHAPTERS[chapter].entry(a, b, backend=where, **config)
     cmp = compare(d, a, b)
     ref = reference(a, b)
     tol = tolerance(a, b, ref)
     err = np.abs(np.asarray(d, dtype=np.float32) - ref.astype(np.float32))
     worst = np.unravel_index(np.argmax(err / tol), err.shape)
-    print(f"backend: {backend} ({why})")
+    print(f"backend: {where} ({why})")
     print(f"shape:   M={m}, N={n}, K={k}")
     print(f"max |D - numpy| = {cmp.max_abs:.3g}")
     print(f"tolerance at the worst element {tuple(int(i) for i in worst)}: {tol[worst]:.3g}")
-    print("  (one fp16 ulp of the reference + K * 2^-24 * sum|a*b|;")
+    print(f"  ({TOLERANCE_FORMULA};")
     print(f"   over all elements it ranges {tol.min():.3g} .. {tol.max():.3g})")
     print(f"{cmp.mismatches} of {cmp.total} elements out of tolerance -> {'OK' if cmp.ok else 'FAIL'}")
     assert cmp.ok, cmp.report()
@@ -236,6 +268,9 @@ class Variant:
         from .check import compare, random_operands
         from .emu import EmulatorError
 
+        if backend()[0] != "emulator":
+            print("(a planted bug runs on the emulator even with BACKEND = 'blackwell': on the GPU it may hang "
+                  "or corrupt memory silently; gemm_kernels.instrument.launch_guarded is the guarded way there)")
         a, b = random_operands(m, n, k)
         try:
             d = self.entry(a, b, backend="emulator", policy=policy, seed=seed)
@@ -310,8 +345,21 @@ def mark_stages(trace):
     return trace
 
 
+#: keyword arguments that only the emulator understands (dropped for an on-chip trace)
+_EMULATOR_ONLY = ("policy", "seed")
+
+
 def trace_of(chapter, a, b, **config):
-    """Run chapter ``chapter`` on the emulator with ``trace=True``; return the trace (stages marked)."""
+    """The timeline of chapter ``chapter`` on the chapter's backend: on the emulator its virtual
+    clock; on a B200 the on-chip ``%globaltimer`` stamps (``bench.chapter_gpu_trace``). TMA loads
+    are marked by ring stage."""
+    if backend()[0] == "blackwell":
+        from .bench import chapter_gpu_trace
+
+        gpu_config = {k: v for k, v in config.items() if k not in _EMULATOR_ONLY}
+        trace, ok, text = chapter_gpu_trace(chapter, a.shape[0], b.shape[0], a.shape[1], **gpu_config)
+        assert ok, text
+        return mark_stages(trace)
     launched = CHAPTERS[chapter].entry(a, b, backend="emulator", trace=True, **config)
     return mark_stages(launched.launch.trace)
 

@@ -139,6 +139,18 @@ def k_mbarrier_arrive_cluster(tmap, x, out, fout):
     ptx.mbarrier_arrive_cluster(ptx.mapa(ptx.shared_addr(bars), x & uint32(1)))
 
 
+def k_mbarrier_arrive_relaxed_cluster(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(ptx.shared_addr(bars), x & uint32(1)))
+
+
+def k_mbarrier_wait_sleep(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.mbarrier_wait_sleep(ptx.shared_addr(bars), x & uint32(1))
+
+
 def k_mbarrier_wait(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x

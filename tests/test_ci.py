@@ -56,3 +56,13 @@ def test_ruff_is_clean():
     res = subprocess.run([ruff, "check", "gemm_kernels", "tests", "tools"], cwd=ROOT, capture_output=True,
                          text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_ci_marks_itself_the_full_run():
+    """.ci/run exports GEMM_KERNELS_FULL_CI=1 before the tests: then a skip of anything but the
+    blackwell/hopper tests (the CUTLASS cross-check, say) fails the run (tests/conftest.py)."""
+    lines = executed_lines((ROOT / ".ci" / "run").read_text())
+    command = readme_test_command((ROOT / "README.md").read_text())
+    exports = [i for i, line in enumerate(lines) if line == "export GEMM_KERNELS_FULL_CI=1"]
+    runs = [i for i, line in enumerate(lines) if line.startswith(command)]
+    assert exports and runs and exports[0] < runs[0]

@@ -58,7 +58,9 @@ SASS_SM100 = {
     "mbarrier_arrive_expect_tx": ("SYNCS.ARRIVE.TRANS64", None),
     "mbarrier_expect_tx": ("SYNCS.ARRIVE.TRANS64.RED.A0TR", None),   # an "arrive" of 0 with tx
     "mbarrier_arrive_cluster": ("SYNCS.ARRIVE.TRANS64.RED.A1T0", None),  # after MEMBAR.ALL.GPU, CGAERRBAR
+    "mbarrier_arrive_relaxed_cluster": ("SYNCS.ARRIVE.TRANS64.RED.A1T0", None),  # alone: no MEMBAR, no ERRBAR
     "mbarrier_wait": ("SYNCS.PHASECHK.TRANS64.TRYWAIT", None),
+    "mbarrier_wait_sleep": [("SYNCS.PHASECHK.TRANS64.TRYWAIT", None), ("NANOSLEEP.SYNCS", None)],  # the hint
     "mbarrier_wait_cluster": ("SYNCS.PHASECHK.TRANS64.TRYWAIT", None),  # + CCTL.IVALL (acquire.cluster)
     "mbarrier_try_wait": ("SYNCS.PHASECHK.TRANS64.TRYWAIT", None),
     "mbarrier_inval": ("SYNCS.CCTL.IV", None),
@@ -233,6 +235,19 @@ def test_cta_group_shows_in_sass(op):
         assert _op_build(op).opcodes == _op_build(base).opcodes
     else:
         assert not twocta, f"{op}: {twocta}"
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_90a"])
+def test_relaxed_cluster_arrive_has_no_fence(arch):
+    """The release form of a cluster arrive costs MEMBAR.ALL.CTA + MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR
+    per arriving thread; the relaxed form (ordered by tcgen05.fence in the kernels) is the bare arrive."""
+    fences = ("MEMBAR", "ERRBAR", "CGAERRBAR")
+    release = _delta("mbarrier_arrive_cluster", arch)
+    relaxed = _delta("mbarrier_arrive_relaxed_cluster", arch)
+    assert any(k.startswith(fences) for k in release), release
+    assert not any(k.startswith(fences) for k in relaxed), relaxed
+    assert not any(k.startswith("NANOSLEEP") for k in _delta("mbarrier_wait", arch))
 
 
 @needs_nvdisasm

@@ -36,4 +36,12 @@ for page in intro.html book/*.html chapters/*.html; do
         --user-data-dir="$profile" --virtual-time-budget=5000 \
         --window-size="$WIDTH,$HEIGHT" --screenshot="$out" "file://$HTML_DIR/$page" >/dev/null 2>&1
     echo "screenshots: $out"
+    if grep -q 'class="gk-interactive"' "$page"; then  # the interactive trace view, scrolled to
+        out="${out%.png}-interactive.png"
+        "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
+            --disable-component-update --disable-sync --no-first-run --hide-scrollbars \
+            --user-data-dir="$profile" --virtual-time-budget=5000 \
+            --window-size="$WIDTH,1400" --screenshot="$out" "file://$HTML_DIR/$page#explore-the-trace" >/dev/null 2>&1
+        echo "screenshots: $out"
+    fi
 done

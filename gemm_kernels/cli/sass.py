@@ -1,6 +1,7 @@
 """``sass``: build a kernel for sm_100a (no GPU needed) and print its SASS or a resource summary.
 
     python -m gemm_kernels sass --chapter 3 --summary
+    python -m gemm_kernels sass --chapter 7 --hot-loops
     python -m gemm_kernels sass --kernel gemm_kernels.kernels.v1_basic:kernel --sig "void(uint64, int32)"
 """
 from __future__ import annotations
@@ -26,6 +27,12 @@ def add_parser(subparsers):
     what.add_argument("--summary", action="store_true",
                       help="registers, shared/local memory, spills and an opcode histogram")
     what.add_argument("--ptx", action="store_true", help="print the PTX instead of the SASS")
+    what.add_argument("--hot-loops", action="store_true",
+                      help="instruction counts of the MMA, TMA-producer and epilogue loops per unit of work, "
+                           "by category; flags MEMBAR.*GPU and CALL inside any loop (gemm_kernels.sass_loops)")
+    p.add_argument("--loads-per-stage", type=int, metavar="N",
+                   help="TMA loads per pipeline stage, to count the producer loop per k-block (default: the "
+                        "chapter's, else 2)")
     p.add_argument("--full-opcodes", action="store_true", help="histogram by full opcode (with modifiers)")
     p.add_argument("--lineinfo", action="store_true", help="with source line info")
     p.add_argument("--max-registers", type=int, metavar="N", help="register cap (ptxas -maxrregcount)")
@@ -58,6 +65,14 @@ def run(args) -> int:
         text = b.summary(base=not args.full_opcodes)
     elif args.ptx:
         text = b.ptx
+    elif args.hot_loops:
+        from gemm_kernels.sass_loops import chapter_loads_per_stage, report
+
+        if not b.sass:
+            print("error: no SASS (nvdisasm not found); --hot-loops needs it", file=sys.stderr)
+            return 1
+        lps = args.loads_per_stage or (chapter_loads_per_stage(args.chapter) if args.chapter is not None else 2)
+        text = report(b.sass, lps, label=ref.label)
     else:
         if not b.sass:
             print("error: no SASS (nvdisasm not found); try --summary or --ptx", file=sys.stderr)

@@ -56,6 +56,7 @@ def gemm_v4_kernel(tmap_a, tmap_b, tmap_d, k_tiles):
     tmem = smem32[TMEM_SLOT // 4]
 
     phase = 0
+    accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
     for kc in range(k_tiles):
         if tid == 0:
             # one arrival plus 2 x 16 KiB of transactions complete this phase
@@ -66,8 +67,9 @@ def gemm_v4_kernel(tmap_a, tmap_b, tmap_d, k_tiles):
             ptx.tcgen05_fence_after()
             for k in range(BLOCK_K // MMA_K):
                 ptx.tcgen05_mma(tmem, sw128_kmajor_desc(base + A_TILE + k * K_STEP_BYTES),
-                                sw128_kmajor_desc(base + B_TILE + k * K_STEP_BYTES), IDESC, kc + k)
+                                sw128_kmajor_desc(base + B_TILE + k * K_STEP_BYTES), IDESC, accumulate | uint32(k > 0))
             ptx.tcgen05_commit(mma_done)
+            accumulate = uint32(1)
             ptx.mbarrier_wait(mma_done, phase)  # the tiles are free again
             phase ^= 1
     if tid == 0:

@@ -11,7 +11,7 @@ What changes in the handoffs (step 8's names):
   tma2mma[s]  the leader's: both CTAs' 2 A blocks + 1 B block, 96 KiB announced by the leader
   mma2tma[s]  2 arrivals: a stage is empty only when both consumers' MMAs have read it
   mma2ld[c]   one per consumer (multicast to both CTAs)
-  ld2mma[c]   one per consumer, the leader's, 256 arrivals (128 per CTA)
+  ld2mma[c]   one per consumer, the leader's, 8 arrivals (one lane per writeback warp, 4 per CTA)
 The writeback leaves TMEM in 64-column chunks: 32 fp16 pairs of registers per thread."""
 import functools
 
@@ -19,10 +19,10 @@ from numba import cuda, uint8, uint32
 
 from .. import ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance, grouped_tile
+from ..pipeline import advance, grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_MMA1, ROLE_TMA, ROLE_WRITEBACK, ROLE_WRITEBACK1
-from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
+from .descriptors import DESC_LO_K_STEP, sw128_desc, sw128_desc_lo
 from .epilogue import packed_to_staging, store_staging, tmem_load_packed
 from .v4_tma import tma_launch
 from .v6_persistent import GROUP
@@ -66,10 +66,11 @@ def make_kernel(depth, group=GROUP):
         o[k] for k in ("a", "b", "d", "full", "empty", "acc_full", "acc_empty", "slot"))
     DEPTH, GROUP_M = depth, group
     A_STAGE_BYTES = CONSUMERS * TILE_BYTES
+    A_STAGE_DESC_STEP, B_STAGE_DESC_STEP = A_STAGE_BYTES >> 4, TILE_BYTES >> 4  # per stage, in a low word
     STAGING_BYTES = CTA_M * EPI_COLS * 2
 
     @cuda.jit
-    def gemm_v9_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n):
+    def gemm_v9_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n, div_group, div_last):
         smem = cuda.shared.array(0, uint8, alignment=1024)
         smem32 = cuda.shared.array(0, uint32, alignment=1024)
         base = ptx.shared_addr(smem)
@@ -86,7 +87,7 @@ def make_kernel(depth, group=GROUP):
                 ptx.mbarrier_init(base + EMPTY0 + 8 * s, CONSUMERS)  # both consumers' commits
             for c in range(CONSUMERS):
                 ptx.mbarrier_init(base + MMA2LD0 + 8 * c, 1)
-                ptx.mbarrier_init(base + LD2MMA0 + 8 * c, 2 * 128)
+                ptx.mbarrier_init(base + LD2MMA0 + 8 * c, 2 * 4)  # one lane per writeback warp, both CTAs
             ptx.fence_mbarrier_init()
         if warp == 0:
             ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
@@ -97,13 +98,17 @@ def make_kernel(depth, group=GROUP):
         if warp == PRODUCER_WARP:
             ptx.set_warp_role(ROLE_TMA)
             if ptx.elect_sync():
-                # this thread issues every load: it acquires the host-written tensor maps itself
+                # this thread issues every load: it acquires the host-written tensor maps itself and
+                # asks the TMA unit to fetch them now, not at the first load
                 ptx.fence_proxy_tensormap_acquire(tmap_a)
                 ptx.fence_proxy_tensormap_acquire(tmap_b)
-                stage = 0
-                phase = 1
-                for t in range(cluster, num_tiles, num_clusters):
-                    m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
+                ptx.prefetch_tensormap(tmap_a)
+                ptx.prefetch_tensormap(tmap_b)
+                stage = uint32(0)
+                phase = uint32(1)
+                t = cluster
+                while t < num_tiles:
+                    m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                     for kc in range(k_tiles):
                         ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
                         leader_full = ptx.mapa(base + FULL0 + 8 * stage, 0)
@@ -115,30 +120,42 @@ def make_kernel(depth, group=GROUP):
                         ptx.tma_load_2d_cg2(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K,
                                             n_idx * CLUSTER_N + rank * CTA_N, leader_full)
                         stage, phase = advance(stage, phase, DEPTH)
+                    t += num_clusters
+                # the tail (step 8): wait until both consumers have released every stage once more
+                for _ in range(DEPTH):
+                    ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
+                    stage, phase = advance(stage, phase, DEPTH)
         elif warp == MMA_WARP0 or warp == MMA_WARP0 + 1:
             c = warp - MMA_WARP0  # this warp's consumer
             if rank == 0:
                 ptx.set_warp_role(ROLE_MMA + (ROLE_MMA1 - ROLE_MMA) * c)
-                if ptx.elect_sync():
-                    stage = 0
-                    phase = 0
-                    acc_phase = 1
-                    d_tmem = tmem + 256 * c
-                    for t in range(cluster, num_tiles, num_clusters):
-                        ptx.mbarrier_wait(base + LD2MMA0 + 8 * c, acc_phase)
-                        acc_phase ^= 1
+                a_lo = sw128_desc_lo(base + A0 + c * TILE_BYTES)
+                b_lo = sw128_desc_lo(base + B0)
+                stage = uint32(0)
+                phase = uint32(0)
+                acc_phase = uint32(1)
+                d_tmem = tmem + 256 * c
+                t = cluster
+                while t < num_tiles:
+                    ptx.mbarrier_wait(base + LD2MMA0 + 8 * c, acc_phase)
+                    acc_phase ^= uint32(1)
+                    ptx.tcgen05_fence_after()
+                    accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
+                    for kc in range(k_tiles):
+                        ptx.mbarrier_wait(base + FULL0 + 8 * stage, phase)
                         ptx.tcgen05_fence_after()
-                        for kc in range(k_tiles):
-                            ptx.mbarrier_wait(base + FULL0 + 8 * stage, phase)
-                            ptx.tcgen05_fence_after()
-                            a_stage = base + A0 + stage * A_STAGE_BYTES + c * TILE_BYTES
-                            b_stage = base + B0 + stage * TILE_BYTES
+                        a_desc = a_lo + stage * A_STAGE_DESC_STEP
+                        b_desc = b_lo + stage * B_STAGE_DESC_STEP
+                        if ptx.elect_sync():
                             for k in range(BLOCK_K // MMA_K):
-                                ptx.tcgen05_mma_cg2(d_tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
-                                                    sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, kc + k)
+                                ptx.tcgen05_mma_cg2(d_tmem, sw128_desc(a_desc + k * DESC_LO_K_STEP),
+                                                    sw128_desc(b_desc + k * DESC_LO_K_STEP), IDESC, accumulate | uint32(k > 0))
                             ptx.tcgen05_commit_cg2_multicast(base + EMPTY0 + 8 * stage, PAIR)
-                            stage, phase = advance(stage, phase, DEPTH)
+                        accumulate = uint32(1)
+                        stage, phase = advance(stage, phase, DEPTH)
+                    if ptx.elect_sync():
                         ptx.tcgen05_commit_cg2_multicast(base + MMA2LD0 + 8 * c, PAIR)
+                    t += num_clusters
         elif warp < 4 * CONSUMERS:
             c = warp // 4  # warpgroup c writes back consumer c
             ptx.set_warp_role(ROLE_WRITEBACK + (ROLE_WRITEBACK1 - ROLE_WRITEBACK) * c)
@@ -148,24 +165,27 @@ def make_kernel(depth, group=GROUP):
             row = tid % 128
             if row == 0:  # the thread that issues the stores acquires the D tensor map
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
-            acc_phase = 0
-            for t in range(cluster, num_tiles, num_clusters):
-                m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
+            acc_phase = uint32(0)
+            t = cluster
+            while t < num_tiles:
+                m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 row0 = m_idx * CLUSTER_M + c * 256 + rank * CTA_M
-                ptx.mbarrier_wait(base + MMA2LD0 + 8 * c, acc_phase)
-                acc_phase ^= 1
+                ptx.mbarrier_wait_sleep(base + MMA2LD0 + 8 * c, acc_phase)  # a whole tile's MMAs: sleep
+                acc_phase ^= uint32(1)
                 ptx.tcgen05_fence_after()
                 for chunk in range(256 // EPI_COLS):
                     tmem_load_packed(packed, tmem, warp % 4, 256 * c + chunk * EPI_COLS, EPI_COLS)
-                    if chunk == 256 // EPI_COLS - 1:
+                    if chunk == 256 // EPI_COLS - 1:  # step 8's canonical hand-back, one lane per warp
                         ptx.tcgen05_fence_before()
-                        ptx.mbarrier_arrive_cluster(leader_ld2mma)
+                        if ptx.elect_sync():
+                            ptx.mbarrier_arrive_relaxed_cluster(leader_ld2mma)
                     ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)
                     packed_to_staging(base + staging, packed, row, 0, EPI_COLS)
                     ptx.fence_proxy_async()
                     ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)
                     if row == 0:
                         store_staging(tmap_d, base + staging, row0, n_idx * CLUSTER_N + chunk * EPI_COLS, EPI_COLS)
+                t += num_clusters
 
         ptx.tcgen05_fence_before()
         ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
@@ -179,7 +199,7 @@ def make_kernel(depth, group=GROUP):
 
 
 gemm_v9_kernel, plan = make_kernel(DEFAULT_DEPTH)
-SIGNATURE = "void(uint64, uint64, uint64, int32, int32, int32)"
+SIGNATURE = "void(uint64, uint64, uint64, int32, int32, int32, uint64, uint64)"
 LIMITS = "M a multiple of 512, N of 256, K of 64; clusters of 2 CTAs, two MMA consumers"
 
 
@@ -197,5 +217,5 @@ def gemm_v9(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_dept
     return tma_launch(kernel, (2 * min(num_clusters, tiles), 1), a, b, m, n, k, backend, policy, seed, trace,
                       plan=kplan, threads=THREADS, cluster=(2, 1, 1),
                       boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, 64)),
-                      extra=(m // CLUSTER_M, n // CLUSTER_N))
+                      extra=scheduler_args(m // CLUSTER_M, n // CLUSTER_N, group))
 
