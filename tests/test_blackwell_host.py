@@ -147,6 +147,14 @@ def _check_timed_protocol(gpu, *, entries, warmup, rounds, reps):
     log = gpu.log
     records = [i for i, (kind, _) in enumerate(log) if kind == "record"]
     assert len(records) == 2 * entries * rounds * reps
+    # before timing: each entry's captured launch (checked against numpy), then its warm-up launches
+    untimed = {}
+    for kind, x in log[:records[0]]:
+        if kind == "launch" and x.kernel != "fill":
+            key = ((id(x.dispatcher), tuple(a if isinstance(a, int) else id(a) for a in x.args))
+                   if x.dispatcher is not None else (x.kernel, x.extra["shape"]))  # one per captured launch
+            untimed[key] = untimed.get(key, 0) + 1
+    assert len(untimed) == entries and set(untimed.values()) == {1 + warmup}, untimed
     timed = []
     for start, end in zip(records[::2], records[1::2]):
         inside = [x for kind, x in log[start + 1:end] if kind == "launch"]
