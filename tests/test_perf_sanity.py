@@ -25,6 +25,9 @@ def test_tensor_core_never_above_peak(chapter, depth):
 
 @pytest.mark.parametrize("chapter,size", [(5, 1024), (6, 1024), (7, 2048), (8, 1024)])
 def test_more_depth_is_never_slower(chapter, size):
+    """At the same number of resident CTAs per SM (at 1024^3 chapter 5 has one CTA per SM at any
+    depth; 6-8 are persistent). Where a deeper ring costs a resident CTA, depth may lose: chapter 5
+    at 4096^3, which its Performance section shows."""
     t = {d: predict(chapter, size, size, size, d).time_us for d in (2, 3, 4)}
     assert t[3] <= t[2] * (1 + RESOLUTION)
     assert t[4] <= t[3] * (1 + RESOLUTION)
@@ -37,6 +40,17 @@ def test_a_cta_pair_halves_each_sms_operand_bytes():
     pair = run_share(8, 512, 512, 256, sm_count=2, pipe_depth=4)
     assert one.mma_flops > 0 and pair.mma_flops > 0
     assert pair.load_bytes / pair.mma_flops == pytest.approx(0.5 * one.load_bytes / one.mma_flops)
+
+
+@pytest.mark.parametrize("m,n,ctas", [(128, 128, 1), (256, 256, 2)])
+def test_shared_memory_never_limits_the_books_mmas(m, n, ctas):
+    """Why the clock has no shared-memory term: each SM's operand bytes of one K=16 MMA (its own
+    M/ctas rows of A, N/ctas rows of B, fp16) arrive at 128 B/cycle no slower than the MMA computes."""
+    k = 16
+    flops_per_sm = 2 * m * n * k / ctas
+    operand_bytes_per_sm = (m // ctas + n // ctas) * k * 2
+    compute = flops_per_sm / params.value("mma_flop_per_cycle_sm")
+    assert operand_bytes_per_sm / params.value("smem_operand_bytes_per_cycle") <= compute
 
 
 def test_l2_model_counts_each_panel_once_when_everything_fits():

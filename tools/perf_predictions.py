@@ -6,6 +6,7 @@ gemm_kernels/perf/predictions.json with the fingerprint of what they depend on.
 import sys
 import time
 
+from gemm_kernels.chapters import CHAPTERS
 from gemm_kernels.perf import bench, calibration, predictions
 from gemm_kernels.perf.book import Stored
 from gemm_kernels.perf.model import predict
@@ -13,8 +14,11 @@ from gemm_kernels.perf.model import predict
 
 def main():
     t0 = time.perf_counter()
-    wanted = {(c, s, d) for c, d in predictions.BOOK_RUNGS for s in predictions.BOOK_SIZES}
-    wanted |= {(p.chapter, p.size, p.pipe_depth) for p in calibration.CALIBRATION}
+    def depth(c, d):  # None: the chapter's default depth (so each point is computed once)
+        return d if d is not None else CHAPTERS[c].config.get("pipe_depth")
+
+    wanted = {(c, s, depth(c, d)) for c, d in predictions.BOOK_RUNGS for s in predictions.BOOK_SIZES}
+    wanted |= {(p.chapter, p.size, depth(p.chapter, p.pipe_depth)) for p in calibration.CALIBRATION}
     rows = []
     for c, s, d in sorted(wanted, key=lambda x: (x[0], x[1], x[2] or 0)):
         pred = predict(c, s, s, s, d)

@@ -73,13 +73,14 @@ def run(chapters, sizes, depths=(None,), *, log=print):
 
 def table(report):
     lines = [report["label"],
-             f"{'chapter':<8}{'depth':>6}{'size':>6}{'model TFLOP/s':>15}{'published*':>11}  {'limited by':<16}"
+             f"{'chapter':<8}{'depth':>6}{'size':>6}{'model TFLOP/s':>15}{'published*':>11}{'error':>7}  {'limited by':<16}"
              f"{'TC':>5}{'TMA':>6}{'L2/HBM':>8}"]
     lines.append("-" * len(lines[1]))
     for r in report["results"]:
         d = "-" if r["pipe_depth"] is None else str(r["pipe_depth"])
-        pub = "" if r["published_tflops"] is None else f"{r['published_tflops']:.0f}"
-        lines.append(f"{r['chapter']:<8}{d:>6}{r['m']:>6}{r['tflops']:>15.0f}{pub:>11}  {r['bottleneck']:<16}"
+        p = r["published_tflops"]
+        pub, err = ("", "") if p is None else (f"{p:.0f}", f"{100 * (r['tflops'] / p - 1):+.0f}%")
+        lines.append(f"{r['chapter']:<8}{d:>6}{r['m']:>6}{r['tflops']:>15.0f}{pub:>11}{err:>7}  {r['bottleneck']:<16}"
                      f"{r['util_tensor_core']:>5.2f}{r['util_tma']:>6.2f}{r['util_l2_hbm']:>8.2f}")
     lines.append("* published: CMU 15-442/642 TIRx assignment on a B200 (their kernels of the same design), "
                  "not ours. TC/TMA/L2/HBM: modelled utilisations.")

@@ -38,7 +38,9 @@ PARAMS = {
                                    f"({SA}: 2SM MMA scales near-perfectly, 2x the 1SM rate over two SMs)"),
     "smem_operand_bytes_per_cycle": Param(128, "B/cycle/SM", 128, 128,
                                           f"{SA}: MMAs with both operands in shared memory and N < 128 are "
-                                          f"bound by shared memory at about 128 B/cycle"),
+                                          f"bound by shared memory at about 128 B/cycle. Not a term of the clock: "
+                                          f"for the book's MMA shapes (M=128 N=128 cta_group::1, M=256 N=256 "
+                                          f"::2) it is never the binding limit (tests/test_perf_sanity.py)"),
     "l2_hit_latency_cycles": Param(280, "cycles", 280, 420,
                                    f"{CC}: L2 hit latency about 150 ns within a partition (x 1.86 GHz); "
                                    f"{JC}: 420 cycles for a global access missing the near caches"),
@@ -66,9 +68,12 @@ PARAMS = {
     "hbm_bytes_per_s": Param(7.68e12, "B/s", 5.0e12, 8.0e12,
                              f"{DB}: 7.5 GT/s x 8192 bit = 7.68 TB/s; {SPEC} says 8 TB/s; {CC} measured "
                              f"> 5 TB/s with OpenCL"),
-    "tmem_ld_cycles_per_32_cols": Param(16, "cycles per warp per 32x32 cells", 8, 16,
-                                        f"{JC}: TMEM read 16 TB/s; a 32-lane x 32-column x 4 B load = 4 KiB: "
-                                        f"16 cycles at 256 B/cycle per warp (8 at the high end)"),
+    "tmem_ld_cycles_per_32_cols": Param(16, "cycles per warp per 32x32 cells", 0.5, 16,
+                                        f"{JC} report 16 TB/s of TMEM read bandwidth per SM, which would move a "
+                                        f"warp's 32 x 32 x 4 B = 4 KiB load in about half a cycle; we keep 16 "
+                                        f"cycles (256 B/cycle per warp), the slow end: the writeback's TMEM loads "
+                                        f"overlap the next tile's MMAs in chapters 7-9, and the calibration set "
+                                        f"cannot tell the two apart"),
     "barrier_latency_cycles": Param(20, "cycles", 20, 40,
                                     "mbarrier arrive -> waiter wake-up; shared-memory latency class "
                                     f"({CC}: L1/shared latency about 39 cycles at the high end)"),
@@ -81,9 +86,11 @@ PARAMS = {
                                "(CUDA C++ Programming Guide, compute capability 10.0 table)"),
     "threads_per_sm": Param(2048, "threads", 2048, 2048, "CUDA C++ Programming Guide, compute capability 10.0"),
     "tmem_cols_per_sm": Param(512, "columns", 512, 512, "PTX ISA 8.7, tensor memory: 128 lanes x 512 columns"),
-    "launch_overhead_us": Param(4.0, "us", 2.0, 6.0,
-                                "kernel launch as seen between two CUDA events (grid launch + first CTAs "
-                                "resident + teardown); 2-6 us is the range commonly reported for data-centre GPUs"),
+    "launch_overhead_us": Param(4.0, "us", 2.0, 5.0,
+                                "a launch's fixed cost between two CUDA events (grid launch, first CTAs resident, "
+                                "teardown). On a B200, dogacel.github.io, 'Four counter-intuitive lessons from "
+                                "deep-diving GPU kernel dispatch overhead' (2026): a 24 us kernel took 25.8 us by "
+                                "CUDA graph and 28.3 us by cuLaunchKernel, a dispatch path of about 2-5 us"),
 }
 
 
