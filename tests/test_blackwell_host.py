@@ -57,7 +57,7 @@ def test_chapter_gpu_path_runs_its_kernel(chapter, emulating_gpu):
     if chapter >= 4:
         maps = [launch.tensor_maps[i] for i in range(3)]
         assert [t.rows_cols[0] for t in maps] == [(m, k), (n, k), (m, n)], "A, B, D maps in argument order"
-        assert all(t.swizzle == "CU_TENSOR_MAP_SWIZZLE_128B" for t in maps)
+        assert all(t.swizzle == "CU_TENSOR_MAP_SWIZZLE_128B" for t in maps[:2])  # the operands; D's varies
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))
