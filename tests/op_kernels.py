@@ -16,7 +16,7 @@ of ``k_shared_addr``). Nothing here is launched; the kernels are only built.
 ``OP_KERNELS`` maps every op name of ``gemm_kernels.ptx.REGISTRY`` to its kernel. ``MIXED_CTA_GROUP``
 is a kernel ptxas must reject (cta_group::1 and ::2 in one kernel).
 """
-from numba import cuda, float32, uint8, uint32, uint64
+from numba import cuda, uint8, uint32, uint64
 
 from gemm_kernels import layouts, ptx
 from gemm_kernels.kernels.descriptors import DESC_HI, sw128_desc_lo, sw128_kmajor_desc

@@ -66,6 +66,7 @@ def _tma_store_2d(tmap, c0, c1, src):
     cta, off = t.cta.resolve(src, tm.box_bytes, "TMA store source")
     op = TmaStore(t, tm, off, int(c0), int(c1))
     t.open_group.append(op)
+    t.pending_stores.append(op)
     t.scheduler.submit(op)
     t.advance()
 
@@ -102,6 +103,7 @@ def _wait_group_read_op(n):
         t.scheduler.block(t.bulk_waitable, lambda: all(o.done for o in ops),
                           lambda: f"in cp.async.bulk.wait_group.read {n} for {sum(not o.done for o in ops)} TMA store(s)")
         t.bulk_groups = t.bulk_groups[len(older):]
+        t.bulk_waited(ops)
         if ops:
             t.clock = max([t.clock] + [o.end for o in ops])
 
