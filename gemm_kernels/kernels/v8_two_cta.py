@@ -190,7 +190,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     buf = sub % STAGING_BUFFERS
                     store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
                     ptx.fence_proxy_async()
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the subtile is staged
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete: the subtile is published
                     if tid == 0:
                         ptx.tma_store_2d(tmap_d, n_idx * CLUSTER_N + sub * SUBTILE_COLS, row0,
                                          base + D_STAGING + buf * SUBTILE_BYTES)

@@ -184,7 +184,7 @@ def make_kernel(depth, group=GROUP):
                     buf = sub % STAGING_BUFFERS
                     store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
                     ptx.fence_proxy_async()
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # the subtile is staged
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # staging complete: the subtile is published
                     if row == 0:
                         ptx.tma_store_2d(tmap_d, n_idx * CLUSTER_N + sub * SUBTILE_COLS, row0,
                                          staging + buf * SUBTILE_BYTES)
