@@ -9,6 +9,8 @@ a multiplier and a shift (``fast_divisor``, CUTLASS's FastDivmod idea) and the d
 one wide multiply and one shift (``fast_div``). The host checks that tile numbers fit in 31 bits."""
 from numba import cuda, uint32, uint64
 
+from . import ptx
+
 _SHIFT_BITS = 8  # an encoded divisor: multiplier << 8 | shift
 
 
@@ -40,6 +42,17 @@ def advance(stage, phase, depth):
     if nxt == uint32(depth):
         return uint32(0), uint32(uint32(phase) ^ uint32(1))
     return nxt, uint32(phase)
+
+
+@cuda.jit(device=True, forceinline=True)
+def producer_tail(empty0, stage, phase, depth):
+    """The producer's last act (CUTLASS's producer tail): wait on each stage's "empty" barrier (the
+    ``depth`` 8-byte barriers from shared address ``empty0``) once more, from ring position
+    (stage, phase) on, as if it were about to load again. Then every commit that signals those
+    barriers has arrived, and the CTA may tear down. A stage never filled passes at once."""
+    for _ in range(depth):
+        ptx.mbarrier_wait(empty0 + uint32(8) * stage, phase)
+        stage, phase = advance(stage, phase, depth)
 
 
 def scheduler_args(num_m, num_n, group):

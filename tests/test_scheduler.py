@@ -58,3 +58,17 @@ def test_advance_wraps_and_flips():
         seen.append(tuple(int(x) for x in pos))
         pos = advance.py_func(*pos, 3)
     assert seen == [(0, 1), (1, 1), (2, 1), (0, 0), (1, 0), (2, 0), (0, 1)]
+
+
+def test_producers_drain_before_teardown():
+    """Chapters 7-9 leave tcgen05 commits in flight (in 8-9 multicast into the peer CTA): each
+    producer runs the tail after its last tile. The emulator does not model a commit arriving after
+    its CTA left, so this is checked on the source: the tail follows the producer's tile loop."""
+    import inspect
+
+    from gemm_kernels.kernels import v7_warp_specialized, v8_two_cta, v9_two_consumers
+
+    for mod in (v7_warp_specialized, v8_two_cta, v9_two_consumers):
+        src = inspect.getsource(inspect.unwrap(mod.make_kernel))
+        producer = src[src.index("if warp == PRODUCER_WARP"):src.index("elif warp == MMA_WARP")]
+        assert producer.rstrip().endswith("producer_tail(base + MMA2TMA, stage, phase, DEPTH)"), mod.__name__

@@ -204,6 +204,7 @@ class Mma(AsyncOp):
     def execute(self):
         if self.snapshots is None:  # timing mode: no values, only the bookkeeping
             for cta in self.ctas:
+                cta.tmem.written[0:self.m // len(self.ctas), self.d_col:self.d_col + self.n] = True
                 cta.smem_readers.remove(self)
                 cta.pending_mma_writes.remove(self)
             return

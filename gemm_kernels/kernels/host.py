@@ -98,7 +98,7 @@ def check_pipeline_config(pipe_depth=1, group=1):
 def persistent_size(backend, requested, emulator_default, ctas_per_unit=1):
     """How many persistent CTAs (or clusters of ``ctas_per_unit`` CTAs) to launch: as requested,
     else a small number on the emulator (so each takes several tiles), else one per SM (pair of SMs).
-    For clusters, ``v4_tma.tma_launch`` then lowers the grid to what the driver says can be
+    For clusters, ``tma_launch`` then lowers the grid to what the driver says can be
     resident at once (``runtime.launch.max_active_clusters``)."""
     if requested is not None:
         if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
@@ -109,3 +109,43 @@ def persistent_size(backend, requested, emulator_default, ctas_per_unit=1):
     from ..runtime.device import gpu_info
 
     return gpu_info().sm_count // ctas_per_unit
+
+
+# -- shared by the TMA chapters (4-9) -----------------------------------------------------------
+#: the persistent chapters' tile-group size and, on the emulator, their CTA count (few, so that
+#: each CTA takes several tiles)
+GROUP = 8
+EMULATOR_CTAS = 3
+
+
+def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, plan, threads, boxes,
+               cluster=(1, 1, 1), extra=()):
+    """Shared by steps 4-9: build the three tensor maps, launch, return D (and the launch)."""
+    import numpy as np
+
+    from .tensor_maps import emulator_maps, gpu_maps
+
+    (am, ak), (bm, bk), (dm, dn, *dswz) = boxes  # the D box may name its swizzle (default 128B)
+    d = np.zeros((m, n), dtype=np.float16)
+    dspec = ("D", d, dm, dn) + tuple(dswz)
+    if backend == "emulator":
+        addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), dspec])
+        launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k // 64,) + tuple(extra), plan=plan,
+                                 cluster=cluster, policy=policy, seed=seed, trace=trace, tensor_maps=models)
+        return Launched(d, backend, launch) if trace else d
+    from numba import cuda
+
+    da, db, dd = cuda.to_device(a), cuda.to_device(b), cuda.to_device(d)
+    addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn) + tuple(dswz)])
+    args = tuple(np.uint64(x) for x in addrs) + (np.int32(k // 64),) + tuple(extra)
+    if cluster != (1, 1, 1):
+        # a persistent grid of clusters: no more clusters than can be resident at once (not every
+        # pair of SMs need be able to host one), or the extra ones would run as a second wave
+        from ..runtime.launch import max_active_clusters
+
+        fit = max_active_clusters(kernel, threads, args, cluster=cluster, shared_bytes=plan.size)
+        grid = (min(grid[0], cluster[0] * max(fit, 1)),) + tuple(grid[1:])
+    run_on_gpu(kernel, grid, threads, args, plan=plan, cluster=cluster)
+    cuda.synchronize()
+    del keep
+    return dd.copy_to_host()

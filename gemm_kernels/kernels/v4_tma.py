@@ -1,4 +1,6 @@
-"""Step 4: the Tensor Memory Accelerator. One thread asks the TMA engine for each 128 x 64 tile of
+"""Compared with step 3: the TMA engine loads the A and B tiles and stores D; one thread drives it.
+
+Step 4: the Tensor Memory Accelerator. One thread asks the TMA engine for each 128 x 64 tile of
 A and B (the engine computes addresses, swizzles and counts bytes); the tile barrier learns how
 many bytes to expect with ``arrive.expect_tx`` and completes when they have all landed. The result
 leaves through a 128B-swizzled shared staging buffer and two TMA stores.
@@ -12,6 +14,7 @@ from ..layouts import make_instr_desc
 from ..smem_plan import SmemPlan
 from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
 from .epilogue import store_staging, tmem_rows_to_staging
+from .host import tma_launch
 from .tmem_lifecycle import tmem_allocate, tmem_free
 
 BLOCK_M, BLOCK_N, BLOCK_K, MMA_K = 128, 128, 64, 16
@@ -91,40 +94,6 @@ def gemm_v4_kernel(tmap_a, tmap_b, tmap_d, k_tiles):
 
 SIGNATURE = "void(uint64, uint64, uint64, int32)"
 LIMITS = "M and N multiples of 128, K a multiple of 64"
-
-
-def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, plan, threads, boxes,
-               cluster=(1, 1, 1), extra=()):
-    """Shared by steps 4-9: build the three tensor maps, launch, return D (and the launch)."""
-    import numpy as np
-
-    from .host import Launched, run_on_emulator, run_on_gpu
-    from .tensor_maps import emulator_maps, gpu_maps
-
-    (am, ak), (bm, bk), (dm, dn, *dswz) = boxes  # the D box may name its swizzle (default 128B)
-    d = np.zeros((m, n), dtype=np.float16)
-    dspec = ("D", d, dm, dn) + tuple(dswz)
-    if backend == "emulator":
-        addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), dspec])
-        launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k // 64,) + tuple(extra), plan=plan,
-                                 cluster=cluster, policy=policy, seed=seed, trace=trace, tensor_maps=models)
-        return Launched(d, backend, launch) if trace else d
-    from numba import cuda
-
-    da, db, dd = cuda.to_device(a), cuda.to_device(b), cuda.to_device(d)
-    addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn) + tuple(dswz)])
-    args = tuple(np.uint64(x) for x in addrs) + (np.int32(k // 64),) + tuple(extra)
-    if cluster != (1, 1, 1):
-        # a persistent grid of clusters: no more clusters than can be resident at once (not every
-        # pair of SMs need be able to host one), or the extra ones would run as a second wave
-        from ..runtime.launch import max_active_clusters
-
-        fit = max_active_clusters(kernel, threads, args, cluster=cluster, shared_bytes=plan.size)
-        grid = (min(grid[0], cluster[0] * max(fit, 1)),) + tuple(grid[1:])
-    run_on_gpu(kernel, grid, threads, args, plan=plan, cluster=cluster)
-    cuda.synchronize()
-    del keep
-    return dd.copy_to_host()
 
 
 def gemm_v4(a, b, *, backend=None, policy="lazy", seed=0, trace=False):

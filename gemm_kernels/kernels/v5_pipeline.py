@@ -1,4 +1,6 @@
-"""Step 5: a software pipeline. The shared A/B buffers become a ring of PIPE_DEPTH stages, each
+"""Compared with step 4: a ring of PIPE_DEPTH stages, so loads of later chunks overlap the MMAs.
+
+Step 5: a software pipeline. The shared A/B buffers become a ring of PIPE_DEPTH stages, each
 with its own TMA barrier, so the TMA fills stage s+1 (and s+2, ...) while the tensor core reads
 stage s. A prologue fills the ring; after the MMAs of chunk k have completed, their stage is
 refilled with chunk k + PIPE_DEPTH. One thread still drives everything.
@@ -15,8 +17,9 @@ from ..pipeline import advance
 from ..smem_plan import SmemPlan
 from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
 from .epilogue import store_staging, tmem_rows_to_staging
+from .host import tma_launch
 from .tmem_lifecycle import tmem_allocate, tmem_free
-from .v4_tma import SIGNATURE, tma_launch
+from .v4_tma import SIGNATURE
 
 BLOCK_M, BLOCK_N, BLOCK_K, MMA_K = 128, 128, 64, 16
 THREADS = 128

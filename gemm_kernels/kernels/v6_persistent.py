@@ -1,4 +1,6 @@
-"""Step 6: a persistent kernel. The grid shrinks to one CTA per SM; each CTA sets up its barriers
+"""Compared with step 5: one persistent CTA per SM walks the tiles (a grouped scheduler that does not divide).
+
+Step 6: a persistent kernel. The grid shrinks to one CTA per SM; each CTA sets up its barriers
 and TMEM once, then walks output tiles handed out by a grouped (L2-friendly) scheduler: tile t,
 t + gridDim, t + 2 gridDim, ... The per-tile work is step 5's pipeline.
 
@@ -16,13 +18,11 @@ from ..layouts import make_instr_desc
 from ..pipeline import advance, grouped_tile, scheduler_args
 from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
 from .epilogue import store_staging, tmem_rows_to_staging
+from .host import EMULATOR_CTAS, GROUP, tma_launch
 from .tmem_lifecycle import tmem_allocate, tmem_free
-from .v4_tma import tma_launch
 from .v5_pipeline import BLOCK_K, BLOCK_M, BLOCK_N, DEFAULT_DEPTH, MMA_K, THREADS, TILE_BYTES, TMEM_COLS, make_plan
 
 IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
-GROUP = 8
-EMULATOR_CTAS = 3  # on the emulator, few persistent CTAs so that each takes several tiles
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,4 +1,6 @@
-"""Step 7: warp specialization. Three roles run at once instead of one thread doing everything:
+"""Compared with step 6: three warp roles (TMA, MMA, writeback) hand buffers over through mbarriers.
+
+Step 7: warp specialization. Three roles run at once instead of one thread doing everything:
 
 * warp 4 (warpgroup 1), one elected lane: the TMA producer, filling a ring of PIPE_DEPTH stages;
 * warp 5 (warpgroup 1), one elected lane: the MMA issuer;
@@ -20,15 +22,14 @@ from numba import cuda, uint8, uint32
 
 from .. import ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance, grouped_tile, scheduler_args
+from ..pipeline import advance, grouped_tile, producer_tail, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
 from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, store_subtile_row, subtile_row,
                        subtile_row_chunks, tmem_load_subtile, wait_staging_buffer)
+from .host import EMULATOR_CTAS, GROUP, tma_launch
 from .tmem_lifecycle import tmem_allocate, tmem_free
-from .v4_tma import tma_launch
-from .v6_persistent import EMULATOR_CTAS, GROUP
 
 BLOCK_M, BLOCK_N, BLOCK_K, MMA_K = 128, 128, 64, 16
 THREADS = 256
@@ -50,10 +51,10 @@ def make_plan(depth, acc_stages=DEFAULT_ACC_STAGES):
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
         b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
         d=plan.add("D staging", SUBTILE_BYTES, align=1024, count=STAGING_BUFFERS),
-        full=plan.add("tma2mma", 8, align=8, count=depth),
-        empty=plan.add("mma2tma", 8, align=8, count=depth),
-        acc_full=plan.add("mma2ld", 8, align=8, count=acc_stages),
-        acc_empty=plan.add("ld2mma", 8, align=8, count=acc_stages),
+        tma2mma=plan.add("tma2mma", 8, align=8, count=depth),
+        mma2tma=plan.add("mma2tma", 8, align=8, count=depth),
+        mma2ld=plan.add("mma2ld", 8, align=8, count=acc_stages),
+        ld2mma=plan.add("ld2mma", 8, align=8, count=acc_stages),
         slot=plan.add("TMEM address slot", 4, align=4),
     )
     return plan.check(f"a {depth}-stage pipeline"), offs
@@ -64,8 +65,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
     if acc_stages not in (1, 2, 4):
         raise ValueError(f"acc_stages must be 1, 2 or 4 (x {ACC_COLS} TMEM columns, a power of 2 <= 512)")
     plan, o = make_plan(depth, acc_stages)
-    A0, B0, D_STAGING, FULL0, EMPTY0, MMA2LD, LD2MMA, TMEM_SLOT = (
-        o[k] for k in ("a", "b", "d", "full", "empty", "acc_full", "acc_empty", "slot"))
+    A0, B0, D_STAGING, TMA2MMA, MMA2TMA, MMA2LD, LD2MMA, TMEM_SLOT = (
+        o[k] for k in ("a", "b", "d", "tma2mma", "mma2tma", "mma2ld", "ld2mma", "slot"))
     DEPTH, GROUP_M, ACC = depth, group, acc_stages
     TMEM_COLS = ACC_COLS * acc_stages
 
@@ -80,8 +81,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
 
         if tid == 0:
             for s in range(DEPTH):
-                ptx.mbarrier_init(base + FULL0 + 8 * s, 1)
-                ptx.mbarrier_init(base + EMPTY0 + 8 * s, 1)
+                ptx.mbarrier_init(base + TMA2MMA + 8 * s, 1)
+                ptx.mbarrier_init(base + MMA2TMA + 8 * s, 1)
             for s in range(ACC):
                 ptx.mbarrier_init(base + MMA2LD + 8 * s, 1)
                 ptx.mbarrier_init(base + LD2MMA + 8 * s, 4)  # one elected lane per writeback warp
@@ -105,18 +106,16 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 while t < num_tiles:
                     m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
-                        full = base + FULL0 + 8 * stage
-                        ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)
-                        ptx.tma_load_2d(base + A0 + stage * TILE_BYTES, tmap_a, kc * BLOCK_K, m_idx * BLOCK_M, full)
-                        ptx.tma_load_2d(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K, n_idx * BLOCK_N, full)
+                        ptx.mbarrier_wait(base + MMA2TMA + 8 * stage, phase)
+                        tma2mma = base + TMA2MMA + 8 * stage
+                        ptx.mbarrier_arrive_expect_tx(tma2mma, 2 * TILE_BYTES)
+                        ptx.tma_load_2d(base + A0 + stage * TILE_BYTES, tmap_a, kc * BLOCK_K, m_idx * BLOCK_M, tma2mma)
+                        ptx.tma_load_2d(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K, n_idx * BLOCK_N, tma2mma)
                         stage, phase = advance(stage, phase, DEPTH)
                     t += cuda.gridDim.x
                 # the tail: wait for every stage to be released once more, so that no commit of the
                 # MMA warp still arrives on a barrier of a CTA that is tearing down
-                for _ in range(DEPTH):
-                    ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
-                    stage, phase = advance(stage, phase, DEPTH)
+                producer_tail(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP:
             # The whole warp runs the loop (its values are warp-uniform, so ptxas keeps them in
             # uniform registers); one elected lane issues each MMA and commit. The descriptors'
@@ -135,7 +134,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 d_tmem = tmem + acc * ACC_COLS
                 accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                 for kc in range(k_tiles):
-                    ptx.mbarrier_wait(base + FULL0 + 8 * stage, phase)
+                    ptx.mbarrier_wait(base + TMA2MMA + 8 * stage, phase)
                     ptx.tcgen05_fence_after()
                     a_desc = a_lo + stage * STAGE_DESC_STEP
                     b_desc = b_lo + stage * STAGE_DESC_STEP
@@ -143,7 +142,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         for k in range(BLOCK_K // MMA_K):
                             ptx.tcgen05_mma_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
                                                IDESC, accumulate | uint32(k > 0))
-                        ptx.tcgen05_commit(base + EMPTY0 + 8 * stage)  # stage free once these MMAs are done
+                        ptx.tcgen05_commit(base + MMA2TMA + 8 * stage)  # stage free once these MMAs are done
                     accumulate = uint32(1)
                     stage, phase = advance(stage, phase, DEPTH)
                 if ptx.elect_sync():
@@ -176,7 +175,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     buf = sub % STAGING_BUFFERS
                     store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
                     ptx.fence_proxy_async()  # the stores, before the TMA (async proxy) reads them
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the subtile is staged
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete: the subtile is published
                     if tid == 0:
                         ptx.tma_store_2d(tmap_d, n_idx * BLOCK_N + sub * SUBTILE_COLS, m_idx * BLOCK_M,
                                          base + D_STAGING + buf * SUBTILE_BYTES)

@@ -1,4 +1,6 @@
-"""Step 8: a cluster of two CTAs computes a 256 x 256 tile with cta_group::2 MMAs.
+"""Compared with step 7: a pair of CTAs computes a 256 x 256 tile with cta_group::2 MMAs.
+
+Step 8: a cluster of two CTAs computes a 256 x 256 tile with cta_group::2 MMAs.
 
 CTA r (r = %cluster_ctarank, 0 or 1) loads rows [128 r, 128 r + 128) of the cluster tile's A and
 rows [128 r, 128 r + 128) of its B into its own shared memory, at the same offsets in both CTAs.
@@ -26,14 +28,13 @@ from numba import cuda, uint8, uint32
 
 from .. import ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance, grouped_tile, scheduler_args
+from ..pipeline import advance, grouped_tile, producer_tail, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
 from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, store_subtile_row, subtile_row,
                        subtile_row_chunks, tmem_load_subtile, wait_staging_buffer)
-from .v4_tma import tma_launch
-from .v6_persistent import GROUP
+from .host import GROUP, tma_launch
 
 CTA_M, CTA_N, BLOCK_K, MMA_K = 128, 128, 64, 16  # what one CTA loads per stage
 CLUSTER_M, CLUSTER_N = 256, 256
@@ -58,10 +59,10 @@ def make_plan(depth, acc_stages=DEFAULT_ACC_STAGES):
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
         b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
         d=plan.add("D staging", SUBTILE_BYTES, align=1024, count=STAGING_BUFFERS),
-        full=plan.add("tma2mma", 8, align=8, count=depth),
-        empty=plan.add("mma2tma", 8, align=8, count=depth),
-        acc_full=plan.add("mma2ld", 8, align=8, count=acc_stages),
-        acc_empty=plan.add("ld2mma", 8, align=8, count=acc_stages),
+        tma2mma=plan.add("tma2mma", 8, align=8, count=depth),
+        mma2tma=plan.add("mma2tma", 8, align=8, count=depth),
+        mma2ld=plan.add("mma2ld", 8, align=8, count=acc_stages),
+        ld2mma=plan.add("ld2mma", 8, align=8, count=acc_stages),
         slot=plan.add("TMEM address slot", 4, align=4),
     )
     return plan.check(f"a {depth}-stage pipeline"), offs
@@ -72,8 +73,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
     if acc_stages not in (1, 2):
         raise ValueError(f"acc_stages must be 1 or 2 (x {ACC_COLS} TMEM columns <= 512)")
     plan, o = make_plan(depth, acc_stages)
-    A0, B0, D_STAGING, FULL0, EMPTY0, MMA2LD, LD2MMA, TMEM_SLOT = (
-        o[k] for k in ("a", "b", "d", "full", "empty", "acc_full", "acc_empty", "slot"))
+    A0, B0, D_STAGING, TMA2MMA, MMA2TMA, MMA2LD, LD2MMA, TMEM_SLOT = (
+        o[k] for k in ("a", "b", "d", "tma2mma", "mma2tma", "mma2ld", "ld2mma", "slot"))
     DEPTH, GROUP_M, ACC = depth, group, acc_stages
     TMEM_COLS = ACC_COLS * acc_stages
 
@@ -91,8 +92,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
 
         if tid == 0:
             for s in range(DEPTH):
-                ptx.mbarrier_init(base + FULL0 + 8 * s, 1)
-                ptx.mbarrier_init(base + EMPTY0 + 8 * s, 1)
+                ptx.mbarrier_init(base + TMA2MMA + 8 * s, 1)
+                ptx.mbarrier_init(base + MMA2TMA + 8 * s, 1)
             for s in range(ACC):
                 ptx.mbarrier_init(base + MMA2LD + 8 * s, 1)
                 ptx.mbarrier_init(base + LD2MMA + 8 * s, 2 * 4)  # one lane per writeback warp, both CTAs
@@ -118,21 +119,19 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 while t < num_tiles:
                     m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
-                        leader_full = ptx.mapa(base + FULL0 + 8 * stage, 0)
+                        ptx.mbarrier_wait(base + MMA2TMA + 8 * stage, phase)
+                        leader_tma2mma = ptx.mapa(base + TMA2MMA + 8 * stage, 0)
                         if rank == 0:  # the leader announces both CTAs' bytes on its own (local) barrier
-                            ptx.mbarrier_arrive_expect_tx(base + FULL0 + 8 * stage, 2 * 2 * TILE_BYTES)
+                            ptx.mbarrier_arrive_expect_tx(base + TMA2MMA + 8 * stage, 2 * 2 * TILE_BYTES)
                         ptx.tma_load_2d_cg2(base + A0 + stage * TILE_BYTES, tmap_a, kc * BLOCK_K,
-                                            m_idx * CLUSTER_M + rank * CTA_M, leader_full)
+                                            m_idx * CLUSTER_M + rank * CTA_M, leader_tma2mma)
                         ptx.tma_load_2d_cg2(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K,
-                                            n_idx * CLUSTER_N + rank * CTA_N, leader_full)
+                                            n_idx * CLUSTER_N + rank * CTA_N, leader_tma2mma)
                         stage, phase = advance(stage, phase, DEPTH)
                     t += num_clusters
                 # the tail: the leader's commits multicast into this CTA's mma2tma barriers; wait for
                 # the last of them, so that the pair stays alive until its cta_group::2 work is done
-                for _ in range(DEPTH):
-                    ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
-                    stage, phase = advance(stage, phase, DEPTH)
+                producer_tail(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP:
             if rank == 0:  # step 7's lean MMA warp, issuing for the pair
                 ptx.set_warp_role(ROLE_MMA)
@@ -149,7 +148,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     d_tmem = tmem + acc * ACC_COLS
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + FULL0 + 8 * stage, phase)
+                        ptx.mbarrier_wait(base + TMA2MMA + 8 * stage, phase)
                         ptx.tcgen05_fence_after()
                         a_desc = a_lo + stage * STAGE_DESC_STEP
                         b_desc = b_lo + stage * STAGE_DESC_STEP
@@ -157,7 +156,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                             for k in range(BLOCK_K // MMA_K):
                                 ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
                                                        IDESC, accumulate | uint32(k > 0))
-                            ptx.tcgen05_commit_cg2_multicast(base + EMPTY0 + 8 * stage, PAIR)
+                            ptx.tcgen05_commit_cg2_multicast(base + MMA2TMA + 8 * stage, PAIR)
                         accumulate = uint32(1)
                         stage, phase = advance(stage, phase, DEPTH)
                     if ptx.elect_sync():
@@ -191,7 +190,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     buf = sub % STAGING_BUFFERS
                     store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
                     ptx.fence_proxy_async()
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the subtile is staged
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete: the subtile is published
                     if tid == 0:
                         ptx.tma_store_2d(tmap_d, n_idx * CLUSTER_N + sub * SUBTILE_COLS, row0,
                                          base + D_STAGING + buf * SUBTILE_BYTES)

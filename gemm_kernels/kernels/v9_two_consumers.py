@@ -1,4 +1,6 @@
-"""Step 9: two MMA consumers share every B stage. Each stage holds two A blocks and one B block per
+"""Compared with step 8: two MMA consumers share every B stage (512 x 256 per cluster tile).
+
+Step 9: two MMA consumers share every B stage. Each stage holds two A blocks and one B block per
 CTA; consumer c (c = 0, 1) multiplies A block c by the shared B with its own cta_group::2 MMAs into
 its own TMEM columns [256 c, 256 c + 256). A cluster of two CTAs now computes 512 x 256 per tile,
 and every B byte fetched feeds two MMAs instead of one.
@@ -20,14 +22,13 @@ from numba import cuda, uint8, uint32
 
 from .. import ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance, grouped_tile, scheduler_args
+from ..pipeline import advance, grouped_tile, producer_tail, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_MMA1, ROLE_TMA, ROLE_WRITEBACK, ROLE_WRITEBACK1
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
 from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, store_subtile_row, subtile_row,
                        subtile_row_chunks, tmem_load_subtile, wait_staging_buffer)
-from .v4_tma import tma_launch
-from .v6_persistent import GROUP
+from .host import GROUP, tma_launch
 
 CTA_M, CTA_N, BLOCK_K, MMA_K = 128, 128, 64, 16
 CONSUMERS = 2
@@ -52,10 +53,10 @@ def make_plan(depth):
         a=plan.add("A stage", CONSUMERS * TILE_BYTES, align=1024, count=depth),
         b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
         d=plan.add("D staging", SUBTILE_BYTES, align=1024, count=CONSUMERS * STAGING_BUFFERS),
-        full=plan.add("tma2mma", 8, align=8, count=depth),
-        empty=plan.add("mma2tma", 8, align=8, count=depth),
-        acc_full=plan.add("mma2ld", 8, align=8, count=CONSUMERS),
-        acc_empty=plan.add("ld2mma", 8, align=8, count=CONSUMERS),
+        tma2mma=plan.add("tma2mma", 8, align=8, count=depth),
+        mma2tma=plan.add("mma2tma", 8, align=8, count=depth),
+        mma2ld=plan.add("mma2ld", 8, align=8, count=CONSUMERS),
+        ld2mma=plan.add("ld2mma", 8, align=8, count=CONSUMERS),
         slot=plan.add("TMEM address slot", 4, align=4),
     )
     return plan.check(f"a {depth}-stage pipeline with two A blocks per stage"), offs
@@ -64,8 +65,8 @@ def make_plan(depth):
 @functools.lru_cache(maxsize=None)
 def make_kernel(depth, group=GROUP):
     plan, o = make_plan(depth)
-    A0, B0, D_STAGING0, FULL0, EMPTY0, MMA2LD0, LD2MMA0, TMEM_SLOT = (
-        o[k] for k in ("a", "b", "d", "full", "empty", "acc_full", "acc_empty", "slot"))
+    A0, B0, D_STAGING0, TMA2MMA, MMA2TMA, MMA2LD0, LD2MMA0, TMEM_SLOT = (
+        o[k] for k in ("a", "b", "d", "tma2mma", "mma2tma", "mma2ld", "ld2mma", "slot"))
     DEPTH, GROUP_M = depth, group
     A_STAGE_BYTES = CONSUMERS * TILE_BYTES
     A_STAGE_DESC_STEP, B_STAGE_DESC_STEP = A_STAGE_BYTES >> 4, TILE_BYTES >> 4  # per stage, in a low word
@@ -84,8 +85,8 @@ def make_kernel(depth, group=GROUP):
 
         if tid == 0:
             for s in range(DEPTH):
-                ptx.mbarrier_init(base + FULL0 + 8 * s, 1)
-                ptx.mbarrier_init(base + EMPTY0 + 8 * s, CONSUMERS)  # both consumers' commits
+                ptx.mbarrier_init(base + TMA2MMA + 8 * s, 1)
+                ptx.mbarrier_init(base + MMA2TMA + 8 * s, CONSUMERS)  # both consumers' commits
             for c in range(CONSUMERS):
                 ptx.mbarrier_init(base + MMA2LD0 + 8 * c, 1)
                 ptx.mbarrier_init(base + LD2MMA0 + 8 * c, 2 * 4)  # one lane per writeback warp, both CTAs
@@ -111,21 +112,19 @@ def make_kernel(depth, group=GROUP):
                 while t < num_tiles:
                     m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
-                        leader_full = ptx.mapa(base + FULL0 + 8 * stage, 0)
+                        ptx.mbarrier_wait(base + MMA2TMA + 8 * stage, phase)
+                        leader_tma2mma = ptx.mapa(base + TMA2MMA + 8 * stage, 0)
                         if rank == 0:
-                            ptx.mbarrier_arrive_expect_tx(base + FULL0 + 8 * stage, 2 * STAGE_TILES * TILE_BYTES)
+                            ptx.mbarrier_arrive_expect_tx(base + TMA2MMA + 8 * stage, 2 * STAGE_TILES * TILE_BYTES)
                         for c in range(CONSUMERS):
                             ptx.tma_load_2d_cg2(base + A0 + stage * A_STAGE_BYTES + c * TILE_BYTES, tmap_a,
-                                                kc * BLOCK_K, m_idx * CLUSTER_M + c * 256 + rank * CTA_M, leader_full)
+                                                kc * BLOCK_K, m_idx * CLUSTER_M + c * 256 + rank * CTA_M, leader_tma2mma)
                         ptx.tma_load_2d_cg2(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K,
-                                            n_idx * CLUSTER_N + rank * CTA_N, leader_full)
+                                            n_idx * CLUSTER_N + rank * CTA_N, leader_tma2mma)
                         stage, phase = advance(stage, phase, DEPTH)
                     t += num_clusters
                 # the tail (step 8): wait until both consumers have released every stage once more
-                for _ in range(DEPTH):
-                    ptx.mbarrier_wait(base + EMPTY0 + 8 * stage, phase)
-                    stage, phase = advance(stage, phase, DEPTH)
+                producer_tail(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP0 or warp == MMA_WARP0 + 1:
             c = warp - MMA_WARP0  # this warp's consumer
             if rank == 0:
@@ -143,7 +142,7 @@ def make_kernel(depth, group=GROUP):
                     ptx.tcgen05_fence_after()
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + FULL0 + 8 * stage, phase)
+                        ptx.mbarrier_wait(base + TMA2MMA + 8 * stage, phase)
                         ptx.tcgen05_fence_after()
                         a_desc = a_lo + stage * A_STAGE_DESC_STEP
                         b_desc = b_lo + stage * B_STAGE_DESC_STEP
@@ -151,7 +150,7 @@ def make_kernel(depth, group=GROUP):
                             for k in range(BLOCK_K // MMA_K):
                                 ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
                                                        IDESC, accumulate | uint32(k > 0))
-                            ptx.tcgen05_commit_cg2_multicast(base + EMPTY0 + 8 * stage, PAIR)
+                            ptx.tcgen05_commit_cg2_multicast(base + MMA2TMA + 8 * stage, PAIR)
                         accumulate = uint32(1)
                         stage, phase = advance(stage, phase, DEPTH)
                     if ptx.elect_sync():
@@ -185,7 +184,7 @@ def make_kernel(depth, group=GROUP):
                     buf = sub % STAGING_BUFFERS
                     store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
                     ptx.fence_proxy_async()
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # the subtile is staged
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # staging complete: the subtile is published
                     if row == 0:
                         ptx.tma_store_2d(tmap_d, n_idx * CLUSTER_N + sub * SUBTILE_COLS, row0,
                                          staging + buf * SUBTILE_BYTES)
