@@ -140,18 +140,34 @@ class MBarrier(Waitable):
         # later phase of this barrier (so it is waiting for its own work, which is not done yet).
         # Re-waiting a consumed phase with nothing new in flight is harmless and not reported.
         if phase >= 0 and last is not None and last >= phase and self.signalled.get(key, -1) > phase:
+            from .source import here
+
             raise StalePhaseWait(
-                f"{thread} waited on mbarrier {self.name} with parity {parity}; the barrier's last "
+                f"{thread} waited on mbarrier {self.name} with parity {parity} at {here()}; the barrier's last "
                 f"completed phase is {phase} (parity {phase & 1}), which this thread had already "
                 f"consumed, so the wait released at once instead of waiting for phase {phase + 1}. "
                 f"Flip the phase bit after every completion you consume (and carry it across "
                 f"persistent tiles instead of resetting it).")
+        # Skipped: counting this thread's waits in order, the phase it waits for is two or more phases
+        # behind the barrier; the parity names that phase too, so the chip may release it there.
+        meant = self._next_meant(key, parity)
+        if phase >= meant + 2:
+            from .source import here
+
+            what = f"phase {meant}" if meant >= 0 else "the state before its first phase"
+            raise StalePhaseWait(
+                f"{thread} waited on mbarrier {self.name} with parity {parity} at {here()}; counting its waits on "
+                f"this barrier in order, this wait is for {what}, but the barrier had already completed "
+                f"phases up to {phase} before the wait. Parity {parity} names {what} as well as phase {phase}, "
+                f"so on the chip this wait may return at {what} or hang, depending on timing; this run was lucky. Wait "
+                f"on every phase in turn, or use a barrier that completes once per use (a one-bit parity can only "
+                f"tell the current phase from the one before it).")
         self.consumed[key] = phase
         if phase >= 0:
             sp = self.done_sp.get(phase)
             if sp is not None:
                 sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
-        self.meant[key] = self._next_meant(key, parity)
+        self.meant[key] = meant
         self.waits += 1
         return self.completion_time.get(phase, 0.0)
 
