@@ -850,6 +850,5 @@ def k_peer(out, bug):
     if bug == 0:
         ptx.cluster_arrive()
         ptx.cluster_wait()
-    elif bug == 2:
-        if rank == 1:  # (so that CTA 1 outlives the arrival)
-            ptx.mbarrier_wait_cluster(mailbox, 0)
+    elif bug == 2 and rank == 1:  # (so that CTA 1 outlives the arrival)
+        ptx.mbarrier_wait_cluster(mailbox, 0)

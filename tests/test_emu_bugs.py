@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemm_kernels import emu, layouts
+from gemm_kernels import layouts
 from gemm_kernels.emu import errors as E
 from tests import emu_kernels as K
 
@@ -559,7 +559,7 @@ def peer(bug, policy="lazy", seed=0):
 @pytest.mark.parametrize("policy,seed", ALL)
 def test_memory_fault_out_of_bounds_is_named_not_an_index_error(policy, seed):
     for bug in (1, 2):
-        _raises(E.MemoryFault, lambda: bounds(bug, policy, seed), "shared-memory index", "emu_kernels.py:",
+        _raises(E.MemoryFault, lambda bug=bug: bounds(bug, policy, seed), "shared-memory index", "emu_kernels.py:",
                 f"this launch has {K.SHARED_BYTES} bytes of dynamic shared memory")
 
 
@@ -618,7 +618,7 @@ def test_init_fixed(policy, seed):
 @pytest.mark.parametrize("policy,seed", ALL + [("random", s) for s in (3, 4, 5)])
 def test_data_race_between_warps(policy, seed):
     for bug in (1, 2):
-        _raises(E.DataRace, lambda: race(bug, policy, seed), "warp 0 of CTA (0,0,0)", "warp 1 of CTA (0,0,0)",
+        _raises(E.DataRace, lambda bug=bug: race(bug, policy, seed), "warp 0 of CTA (0,0,0)", "warp 1 of CTA (0,0,0)",
                 "(data)", "emu_kernels.py:", "nothing orders them")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import costmodel
+from .context import current_thread
 from .errors import (
     DivergentCollective,
     EmulatorError,
@@ -18,7 +19,6 @@ from .hb import TC_READ, TC_WRITE, Clocks, SyncPoint, WarpClock, tc_conflict
 from .mbarrier import MBarrier
 from .memory import OFFSET_MASK, RANK_SHIFT, SharedMemory, Tmem
 from .scheduler import Waitable
-from .context import current_thread
 from .source import here, site, text
 
 

@@ -32,6 +32,7 @@ class MBarrier(Waitable):
         self.tx = 0
         self.completed = 0  # number of completed phases; the current phase has parity completed & 1
         self.arrived_by = []  # threads that arrived in the current phase (for deadlock reports)
+        self.prev_arrivers = []  # the threads (or issuers of async arrivals) that completed the last phase
         self.phase_time = 0.0  # virtual time of the latest arrival / byte in the current phase
         self.completion_time = {}  # phase index -> virtual time it completed
         self.consumed = {}  # thread key -> last phase index that thread's wait consumed
@@ -122,6 +123,7 @@ class MBarrier(Waitable):
             self.expect_sites = []
             self.completed += 1
             self.pending = self.expected
+            self.prev_arrivers = list(dict.fromkeys(self.arrived_by))
             self.arrived_by = []
             self.notify()
 

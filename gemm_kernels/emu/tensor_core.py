@@ -20,8 +20,8 @@ from .errors import (
 from .hb import MMA, TC_WRITE
 from .scheduler import AsyncOp
 from .source import site, text
-from .tmem_rules import check_allocated
 from .tma import swizzle_offsets
+from .tmem_rules import check_allocated
 
 _SWIZZLE_CODES = {0: "none", 2: "128B", 4: "64B", 6: "32B"}
 _ROW_BYTES = {"128B": 128, "64B": 64, "32B": 32}
