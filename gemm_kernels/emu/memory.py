@@ -17,6 +17,7 @@ import numpy as np
 from . import source as _source
 from .context import current_thread as _current_thread
 from .errors import MemoryFault, MissingProxyFence, TmemLifecycleError
+from .hb import first_unordered
 
 #: B200 per-block opt-in shared memory (PTX facts sheet, CUTLASS sm100_smem_capacity_bytes).
 SMEM_CAPACITY = 232448
@@ -283,18 +284,8 @@ class SharedMemory:
         if write:
             if hi - lo > 1 and self.rid[lo] != self.rid[hi - 1]:
                 self.crossing_fault(lo, hi, f"an ordinary store by {t} at {_text(sid)}")
-            if hi - lo <= 4:
-                wsite, dirty, mark = self._wsite, self._dirty, t.tid + 1
-                for i in range(lo, hi):
-                    ww[i] = slot
-                    wep[i] = ep
-                    wsite[i] = sid
-                    dirty[i] = mark
-            else:
-                self.w_who[lo:hi] = slot
-                self.w_ep[lo:hi] = ep
-                self.w_site[lo:hi] = sid
-                self.dirty[lo:hi] = t.tid + 1
+            _record(lo, hi, (ww, wep, self._wsite, self._dirty), (self.w_who, self.w_ep, self.w_site, self.dirty),
+                    (slot, ep, sid, t.tid + 1))
             if self.cta is t.cta:
                 t.unfenced.append((lo, hi))
         else:
@@ -303,15 +294,7 @@ class SharedMemory:
                 return  # this warp already read these bytes in this epoch (its other lanes, typically)
             if sid is None:
                 sid = _source.site(1)
-            if hi - lo <= 4:
-                for i in range(lo, hi):
-                    rw[i] = slot
-                    rep[i] = ep
-                    rsite[i] = sid
-            else:
-                self.r_who[lo:hi] = slot
-                self.r_ep[lo:hi] = ep
-                self.r_site[lo:hi] = sid
+            _record(lo, hi, (rw, rep, rsite), (self.r_who, self.r_ep, self.r_site), (slot, ep, sid))
         if t.cta is not self.cta:
             self.cta.remote_access(t, slot, ep, sid, f"ordinary {'store' if write else 'load'} (DSMEM)")
 
@@ -323,19 +306,16 @@ class SharedMemory:
             self.barrier_fault(int(addrs[np.flatnonzero(ww == BARRIER)[0]]), what, issuer, sid)
         if not write and (ww == NEVER).any():
             self.uninit_fault(int(addrs[np.flatnonzero(ww == NEVER)[0]]), f"{what} (issued at {_text(sid)})")
-        known = vc[np.maximum(ww, 0)]
-        bad = (ww >= 0) & (ww != slot) & (self.w_ep[addrs] > known)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
+        i = first_unordered(ww, self.w_ep[addrs], vc, skip=slot)
+        if i is not None:
             b = int(addrs[i])
             self.race(b, write, slot, sid, int(ww[i]), int(self.w_ep[b]), int(self.w_site[b]), True, what)
         ep = vc[slot]
         if write:
             for who, eps, sites in ((self.r_who, self.r_ep, self.r_site), (self.ar_who, self.ar_ep, self.ar_site)):
                 rr = who[addrs]
-                bad = (rr >= 0) & (rr != slot) & (eps[addrs] > vc[np.maximum(rr, 0)])
-                if bad.any():
-                    i = int(np.flatnonzero(bad)[0])
+                i = first_unordered(rr, eps[addrs], vc, skip=slot)
+                if i is not None:
                     b = int(addrs[i])
                     self.race(b, True, slot, sid, int(rr[i]), int(eps[b]), int(sites[b]), False, what)
             rid = self.rid[addrs]
@@ -422,6 +402,18 @@ class SharedMemory:
                 f"{reader} reads shared bytes [0x{lo:x}, 0x{hi:x}) ({self.name_of(lo)}) through the async "
                 f"proxy, but {writer} wrote byte 0x{lo + i:x} with an ordinary store and did not execute "
                 f"fence.proxy.async.shared::cta before the CTA barrier. Add the fence after the stores.")
+
+
+def _record(lo, hi, views, arrays, values):
+    """Set bytes [lo, hi) of each shadow array to its value: through memoryviews for an element (a
+    numpy slice costs more for so few bytes), through numpy for longer stores."""
+    if hi - lo <= 4:
+        for mv, v in zip(views, values):
+            for i in range(lo, hi):
+                mv[i] = v
+    else:
+        for arr, v in zip(arrays, values):
+            arr[lo:hi] = v
 
 
 def _text(sid):

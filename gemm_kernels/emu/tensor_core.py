@@ -17,7 +17,7 @@ from .errors import (
     TmemHazard,
     UninitializedRead,
 )
-from .hb import MMA, TC_WRITE
+from .hb import MMA, TC_WRITE, first_unordered
 from .scheduler import AsyncOp
 from .source import site, text
 from .tma import swizzle_offsets
@@ -183,9 +183,9 @@ class Mma(AsyncOp):
         tm = cta.tmem
         cols = slice(self.d_col, self.d_col + self.n)
         who = tm.ld_who[:, cols]
-        bad = (who >= 0) & (tm.ld_ep[:, cols] > self.vc[np.maximum(who, 0)])
-        if bad.any():
-            q, c = (int(x[0]) for x in np.nonzero(bad))
+        hit = first_unordered(who, tm.ld_ep[:, cols], self.vc)
+        if hit is not None:
+            q, c = hit
             col = self.d_col + c
             raise TmemHazard(
                 f"{thread} issued an MMA at {text(self.site)} into TMEM columns {self.d_col}..{self.d_col + self.n - 1} "

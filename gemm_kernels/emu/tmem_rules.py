@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import MemoryFault, TmemHazard, TmemLifecycleError, UninitializedRead
+from .hb import first_unordered
 from .source import text
 
 
@@ -87,10 +88,8 @@ def check_ld(warp, cta, lane0, col0, ncols, sid):
             f"fresh TMEM holds garbage. Did the MMAs write these columns (and the first one overwrite)?")
     tm = cta.tmem
     who = tm.mma_who[cols]
-    vc = warp.clock.vc
-    bad = (who >= 0) & (tm.mma_ep[cols] > vc[np.maximum(who, 0)])
-    if bad.any():
-        c = int(np.flatnonzero(bad)[0])
+    c = first_unordered(who, tm.mma_ep[cols], warp.clock.vc)
+    if c is not None:
         raise TmemHazard(
             f"{warp} executed tcgen05.ld of TMEM columns {col0}..{col0 + ncols - 1} at {text(sid)}, but the MMA that "
             f"writes column {col0 + c} (issued at {text(int(tm.mma_site[col0 + c]))} by "
@@ -120,9 +119,8 @@ def check_dealloc(warp, cta, col, ncols, sid):
     for q in range(4):
         checks.append((tm.ld_who[q, cols], tm.ld_ep[q, cols], tm.ld_site[q, cols], "the tcgen05.ld"))
     for who, ep, site, what in checks:
-        bad = (who >= 0) & (ep > vc[np.maximum(who, 0)])
-        if bad.any():
-            c = int(np.flatnonzero(bad)[0])
+        c = first_unordered(who, ep, vc)
+        if c is not None:
             raise TmemLifecycleError(
                 f"{warp} freed TMEM columns {col}..{col + ncols - 1} of CTA {cta.rank_text()} at {text(sid)}, but "
                 f"{what} of column {col + c} by {cta.cluster.slot_text(int(who[c]))} at {text(int(site[c]))} is not "
