@@ -519,7 +519,9 @@ CATALOGUE = {
                     "test_memory_fault_store_over_live_barrier", "test_memory_fault_mbarrier_op_where_no_barrier_lives",
                     "test_memory_fault_store_runs_from_one_region_into_the_next", "test_exit_with_tma_store_in_flight",
                     "test_dsmem_store_and_arrival_into_a_cta_that_may_have_exited",
-                    "test_peer_barrier_used_before_its_init_was_published"],
+                    "test_peer_barrier_used_before_its_init_was_published",
+                    "test_memory_fault_global_index_out_of_range",
+                    "test_memory_fault_barrier_used_by_tma_without_fence_mbarrier_init"],
     "UninitializedRead": ["test_uninitialized_shared_read", "test_uninitialized_tmem_accumulate_and_load",
                           "test_uninitialized_mma_operand", "test_tmem_address_read_before_the_allocating_warp_wrote_it"],
     "DataRace": ["test_data_race_between_warps"],
@@ -561,6 +563,19 @@ def test_memory_fault_out_of_bounds_is_named_not_an_index_error(policy, seed):
     for bug in (1, 2):
         _raises(E.MemoryFault, lambda bug=bug: bounds(bug, policy, seed), "shared-memory index", "emu_kernels.py:",
                 f"this launch has {K.SHARED_BYTES} bytes of dynamic shared memory")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_memory_fault_global_index_out_of_range(policy, seed):
+    _raises(E.MemoryFault, lambda: bounds(6, policy, seed), "indexed an array out of range", "emu_kernels.py:",
+            "out of bounds")
+    _raises(E.MemoryFault, lambda: bounds(7, policy, seed), "a negative index", "emu_kernels.py:")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_memory_fault_barrier_used_by_tma_without_fence_mbarrier_init(policy, seed):
+    _raises(E.MemoryFault, lambda: acc_reuse(8, policy, seed), "mbarrier full", "without fence.mbarrier_init",
+            "emu_kernels.py:")
 
 
 @pytest.mark.parametrize("policy,seed", ALL)

@@ -38,6 +38,7 @@ class MBarrier(Waitable):
         self.consumed = {}  # thread key -> last phase index that thread's wait consumed
         self.signalled = {}  # thread key -> phase index current when it last arrived/issued work here
         self.init_by = init_by
+        self.fenced = False  # fence.mbarrier_init by the initialising thread since the init
         self.valid = True
         self.waits = 0  # successful waits so far (over-arrival check)
         self.meant = {}  # thread key -> the phase its last wait meant, counting its waits in order
@@ -47,6 +48,19 @@ class MBarrier(Waitable):
         self.init_slot = init_by.warp.clock.slot  # the init is published to whoever knows this epoch
         self.init_ep = int(init_by.warp.clock.epoch)
         self.expect_sites = []  # (thread, site, nbytes) of this phase's expect_tx announcements
+
+    def require_fenced(self, user):
+        """The asynchronous units and the other CTAs of the cluster see an mbarrier's initialisation
+        only after fence.mbarrier_init (PTX ISA: mbarrier.init is a generic-proxy write)."""
+        if not self.fenced:
+            from .errors import MemoryFault
+            from .source import here
+
+            raise MemoryFault(
+                f"{user} at {here()} uses mbarrier {self.name} of CTA {self.cta.rank_text()}, but {self.init_by} "
+                f"initialised it without fence.mbarrier_init afterwards: the TMA unit, the tensor core and the "
+                f"other CTAs of the cluster may see the barrier's bytes before the init. Execute "
+                f"ptx.fence_mbarrier_init() after the mbarrier.init calls, before the barrier that publishes them.")
 
     # -- state changes -----------------------------------------------------------------------
     def signal_from(self, thread):

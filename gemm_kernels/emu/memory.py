@@ -488,12 +488,25 @@ class GlobalView(np.ndarray):
     emulator's timelines as they do on the chip."""
 
     def __getitem__(self, key):
+        _no_negative(self, key)
         _charge(self, key, load=True)
         return np.ndarray.__getitem__(self, key)
 
     def __setitem__(self, key, value):
+        _no_negative(self, key)
         _charge(self, key, load=False)
         np.ndarray.__setitem__(self, key, value)
+
+
+def _no_negative(arr, key):
+    """numpy wraps a negative index around to the end; on the chip it addresses memory before the
+    array. (An index past the end raises IndexError, which the scheduler turns into a MemoryFault.)"""
+    idx = key if isinstance(key, tuple) else (key,)
+    for i in idx:
+        if isinstance(i, (int, np.integer)) and i < 0:
+            raise MemoryFault(f"{_current_thread()} indexed a global array of shape {arr.shape} with {key!r} at "
+                              f"{_text(_source.site(2))}: a negative index addresses memory before the array on "
+                              f"the chip (numpy would wrap it around).")
 
 
 def _charge(arr, key, load):

@@ -246,6 +246,8 @@ class Commit(AsyncOp):
     def __init__(self, thread, bars, after):
         names = ", ".join(b.name for b in bars)
         super().__init__(thread, f"tcgen05.commit -> {names} (after {len(after)} MMA(s) of {thread})")
+        for bar in bars:
+            bar.require_fenced(f"the tcgen05.commit issued by {thread}")
         self.bars = bars
         self.after = after
         self.at = max([thread.clock] + [m.end for m in after])
