@@ -86,8 +86,8 @@ class MBarrier(Waitable):
 
     def _check_over_arrival(self, thread):
         """Arrivals beyond the count: the PTX ISA leaves them undefined. On an H200 a whole warp arriving
-        on a barrier initialised for one arrival failed the launch in 3 of 3 runs (an unspecified
-        launch failure), so the emulator stops at the first sign: two lanes of one warp completing
+        on a barrier initialised for one arrival failed the launch in 3 of 3 runs (CUDA_ERROR_LAUNCH_FAILED,
+        tests/hopper/h200_sanitizer_cases.json), so the emulator stops at the first sign: two lanes of one warp completing
         two phases back to back with no successful wait on this barrier in between."""
         prev = self.last_completer
         if (prev is not None and prev[0] is thread.warp
@@ -122,9 +122,10 @@ class MBarrier(Waitable):
             raise ExpectTxMismatch(
                 f"mbarrier {self.name} (phase {self.completed}): {source} delivered {nbytes} bytes, but this phase's "
                 f"expect_tx announced fewer (announced: {announced}; {nbytes + self.tx} were still expected). "
-                f"The phase completed early, before all the data landed, and the extra bytes count against the "
-                f"next phase (on an H200 a too-small expect_tx hung the kernel in most runs). Announce every "
-                f"byte the copies deliver (or signal each copy on its own stage's barrier).")
+                f"The phase may complete before all the data landed, and the extra bytes count against the next "
+                f"phase; on an H200 (tests/hopper/h200_sanitizer_cases.json) the phase completed early in 2 of 3 "
+                f"runs and never completed in the third, where a wait hangs. Announce every byte the copies "
+                f"deliver (or signal each copy on its own stage's barrier).")
         self._maybe_complete()
 
     def _maybe_complete(self):
