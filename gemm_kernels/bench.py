@@ -37,7 +37,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-DEFAULT_SIZES = (2048, 4096, 8192)
 MODEL_LABEL = "MODEL: emulator virtual clock (gemm_kernels.emu.costmodel), not a measurement"
 PROTOCOL = {
     "inputs": "A [M,K], B [N,K] fp16, uniform in [-1, 1) (numpy default_rng, seed 0); D = A @ B.T fp16, fp32 accumulate",
@@ -49,10 +48,6 @@ PROTOCOL = {
     "clocks": "read via NVML or nvidia-smi before and after; not locked",
     "flops": "2 M N K per GEMM",
 }
-
-
-class BenchRefused(RuntimeError):
-    """Raised when the benchmark cannot run here (no B200 and no --backend emulator)."""
 
 
 @dataclass
@@ -349,6 +344,7 @@ def run_gpu(chapters, sizes, *, warmup=3, rounds=5, reps=4, cublas=True, chapter
     GPU that is not a B200). Returns a Report."""
     from numba import cuda
 
+    from .chapters import CHAPTERS
     from .check import random_operands
     from .runtime.device import gpu_info
 

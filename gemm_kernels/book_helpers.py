@@ -4,13 +4,16 @@ on a page is produced from the package itself, never pasted.
 * ``show_source(obj)``: the source of a kernel or device function, as a highlighted listing.
 * ``show_diff(chapter)``: a unified diff of chapter N's kernel against chapter N-1's.
 * ``show_sass(chapter, patterns)``: the lines of the chapter's real sm_100a build that match.
-* ``run_and_verify(chapter, m, n, k)``: run on a B200 if present, else on the emulator, and compare
-  with numpy; says which machine ran and raises if the result is wrong.
+* ``use_backend(BACKEND)``: the one switch at the top of each chapter ("auto", "emulator",
+  "blackwell"; also the environment variable ``GEMM_BOOK_BACKEND``), used by every cell below.
+* ``run_and_verify(chapter, m, n, k)``: run on the chapter's backend and compare with numpy; says
+  which machine ran and raises if the result is wrong.
 * ``variant(chapter, replace)``: the chapter's kernel (or, from step 5, its kernel factory) with a
   few lines edited (for "Break it" exercises), run on the emulator through the chapter's own host
   entry.
-* ``trace_of``, ``lane_busy``, ``tma_bytes``, ``model_time``, ``mark_stages``: numbers and shading
-  beside the timelines, on the emulator's virtual clock (a model, not a measurement).
+* ``trace_of``, ``lane_busy``, ``busy_intervals``, ``overlap``, ``tma_bytes``, ``model_time``,
+  ``mark_stages``: numbers and shading beside the timelines, and the facts the hidden cells assert
+  about them, on the emulator's virtual clock (a model, not a measurement).
 """
 from __future__ import annotations
 
@@ -186,28 +189,58 @@ def best_backend():
     return "emulator", f"found {info.name}, which is not a B200"
 
 
+#: the environment variable that sets a chapter's ``BACKEND`` without editing the page
+BACKEND_ENV = "GEMM_BOOK_BACKEND"
+BACKEND_CHOICES = ("auto", "emulator", "blackwell")
+_chosen = None  # (backend, why) once a chapter called use_backend
+
+
+def use_backend(choice="auto"):
+    """The one switch at the top of each chapter: every run, trace and break-it cell of the page
+    asks ``backend()`` afterwards. ``"auto"``: a B200 when one is visible, else the emulator;
+    ``"emulator"`` or ``"blackwell"`` force one (``"blackwell"`` without a B200 is refused here,
+    before anything runs). Prints the choice and why; returns the backend."""
+    global _chosen
+    choice = (choice or "auto").strip().lower()
+    if choice not in BACKEND_CHOICES:
+        raise ValueError(f"BACKEND = {choice!r}: choose one of {', '.join(BACKEND_CHOICES)} "
+                         f"(or set {BACKEND_ENV} to one of them)")
+    found, why = best_backend()
+    if choice == "blackwell" and found != "blackwell":
+        raise RuntimeError(f"BACKEND = 'blackwell', but {why}: set BACKEND (or {BACKEND_ENV}) to 'auto' or "
+                           f"'emulator' on this machine")
+    _chosen = ("emulator", "chosen with BACKEND") if choice == "emulator" else (found, why)
+    print(f"BACKEND = {choice!r}: runs and traces on the {_chosen[0]} ({_chosen[1]})")
+    return _chosen[0]
+
+
+def backend():
+    """(backend, why) the chapter's run, trace and break-it cells use (``use_backend``; default: auto)."""
+    return _chosen or best_backend()
+
+
 def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
-    """Run chapter ``chapter`` on the best backend and compare with the numpy reference.
+    """Run chapter ``chapter`` on the chapter's backend and compare with the numpy reference.
 
     ``m, n, k``: the shape on the emulator; ``gpu_shape``: the shape on a B200 (default: the same).
     Prints which machine ran, the error and the tolerance; raises AssertionError on a mismatch."""
-    from .check import compare, random_operands, reference, tolerance
+    from .check import TOLERANCE_FORMULA, compare, random_operands, reference, tolerance
 
-    backend, why = best_backend()
-    if backend == "blackwell" and gpu_shape is not None:
+    where, why = backend()
+    if where == "blackwell" and gpu_shape is not None:
         m, n, k = gpu_shape
     a, b = random_operands(m, n, k, seed=seed)
-    d = CHAPTERS[chapter].entry(a, b, backend=backend, **config)
+    d = CHAPTERS[chapter].entry(a, b, backend=where, **config)
     cmp = compare(d, a, b)
     ref = reference(a, b)
     tol = tolerance(a, b, ref)
     err = np.abs(np.asarray(d, dtype=np.float32) - ref.astype(np.float32))
     worst = np.unravel_index(np.argmax(err / tol), err.shape)
-    print(f"backend: {backend} ({why})")
+    print(f"backend: {where} ({why})")
     print(f"shape:   M={m}, N={n}, K={k}")
     print(f"max |D - numpy| = {cmp.max_abs:.3g}")
     print(f"tolerance at the worst element {tuple(int(i) for i in worst)}: {tol[worst]:.3g}")
-    print(f"  (one fp16 ulp of the reference + K * 2^-24 * sum|a*b|;")
+    print(f"  ({TOLERANCE_FORMULA};")
     print(f"   over all elements it ranges {tol.min():.3g} .. {tol.max():.3g})")
     print(f"{cmp.mismatches} of {cmp.total} elements out of tolerance -> {'OK' if cmp.ok else 'FAIL'}")
     assert cmp.ok, cmp.report()
@@ -236,6 +269,9 @@ class Variant:
         from .check import compare, random_operands
         from .emu import EmulatorError
 
+        if backend()[0] != "emulator":
+            print("(a planted bug runs on the emulator even with BACKEND = 'blackwell': on the GPU it may hang "
+                  "or corrupt memory silently; gemm_kernels.instrument.launch_guarded is the guarded way there)")
         a, b = random_operands(m, n, k)
         try:
             d = self.entry(a, b, backend="emulator", policy=policy, seed=seed)
@@ -285,18 +321,36 @@ def variant(chapter, replace):
 def lane_busy(trace, lane, op, cta=0):
     """Total time (ns) during which ``lane`` of CTA ``cta`` has at least one ``op`` event running
     (overlapping events counted once)."""
+    return sum(end - start for start, end in busy_intervals(trace, lane, op, cta))
+
+
+def busy_intervals(trace, lane, op, cta=0):
+    """The merged [start, end] intervals during which ``lane`` of CTA ``cta`` runs an ``op`` event
+    (lane names as the timelines show them, e.g. "TMA", "tensor core", "warp 0")."""
+    from .timeline import lane_name
+
     spans = sorted((e.start, e.end) for e in trace.events
-                   if e.cta == cta and re.sub(r"^CTA \d+ ", "", e.lane) == lane and e.op == op)
-    total, cur_s, cur_e = 0.0, None, None
+                   if e.cta == cta and lane_name(re.sub(r"^CTA \d+ ", "", e.lane)) == lane and e.op == op)
+    merged = []
     for st, en in spans:
-        if cur_e is None or st > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = st, en
+        if merged and st <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], en)
         else:
-            cur_e = max(cur_e, en)
-    if cur_e is not None:
-        total += cur_e - cur_s
+            merged.append([st, en])
+    return merged
+
+
+def overlap(trace, first, second, cta=0):
+    """Time (ns) during which both ``first`` and ``second`` run, each a (lane, op) pair: e.g. how
+    long the TMA engine loads while the tensor core computes."""
+    a, b = busy_intervals(trace, *first, cta=cta), busy_intervals(trace, *second, cta=cta)
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        total += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
     return total
 
 
@@ -310,8 +364,21 @@ def mark_stages(trace):
     return trace
 
 
+#: keyword arguments that only the emulator understands (dropped for an on-chip trace)
+_EMULATOR_ONLY = ("policy", "seed")
+
+
 def trace_of(chapter, a, b, **config):
-    """Run chapter ``chapter`` on the emulator with ``trace=True``; return the trace (stages marked)."""
+    """The timeline of chapter ``chapter`` on the chapter's backend: on the emulator its virtual
+    clock; on a B200 the on-chip ``%globaltimer`` stamps (``bench.chapter_gpu_trace``). TMA loads
+    are marked by ring stage."""
+    if backend()[0] == "blackwell":
+        from .bench import chapter_gpu_trace
+
+        gpu_config = {k: v for k, v in config.items() if k not in _EMULATOR_ONLY}
+        trace, ok, text = chapter_gpu_trace(chapter, a.shape[0], b.shape[0], a.shape[1], **gpu_config)
+        assert ok, text
+        return mark_stages(trace)
     launched = CHAPTERS[chapter].entry(a, b, backend="emulator", trace=True, **config)
     return mark_stages(launched.launch.trace)
 

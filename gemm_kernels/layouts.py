@@ -61,7 +61,6 @@ DTYPE_CODES = {"f16": 0, "bf16": 1}  # instruction descriptor A/B format, kind::
 ACC_CODES = {"f16": 0, "f32": 1}  # instruction descriptor D format, kind::f16
 MAJOR_CODES = {"K": 0, "MN": 1}  # transpose bits 15 (A) and 16 (B)
 
-SMEM_DESC_FIXED_BIT46 = 1 << 46  # bits 46-48 hold the constant 0b001 on sm_100
 TMEM_LANES = 128
 TMEM_COLUMNS = 512
 

@@ -1,26 +1,75 @@
 """Device-side pieces shared by the pipelined chapters: the ring-buffer position (stage + phase)
-and the persistent tile scheduler."""
-from numba import cuda
+and the persistent tile scheduler.
+
+Both work in 32-bit unsigned arithmetic, and the scheduler divides without a division instruction.
+A GPU has no integer divide: ``//`` or ``%`` on Numba's default 64-bit integers becomes a call to a
+software routine (``__cuda_sm20_div_s64``, dozens of instructions), even in 32 bits an inline
+sequence of a dozen. The scheduler's divisors are fixed for a launch, so the host turns each into
+a multiplier and a shift (``fast_divisor``, CUTLASS's FastDivmod idea) and the device divides with
+one wide multiply and one shift (``fast_div``). The host checks that tile numbers fit in 31 bits."""
+from numba import cuda, uint32, uint64
+
+_SHIFT_BITS = 8  # an encoded divisor: multiplier << 8 | shift
+
+
+def fast_divisor(d):
+    """Encode divisor ``d`` (1 <= d < 2**31) for ``fast_div``: for every 0 <= n < 2**31,
+    n // d == (n * mul) >> p with p = 31 + ceil(log2 d) and mul = ceil(2**p / d) (< 2**32).
+    Why it is exact: mul * d = 2**p + e with 0 <= e < d <= 2**(p-31), so n * mul / 2**p exceeds
+    n / d by n * e / (d * 2**p) < 1 / d, never enough to reach the next integer."""
+    if not 1 <= d < 2 ** 31:
+        raise ValueError(f"fast_divisor needs 1 <= d < 2**31, got {d}")
+    p = 31 + (d - 1).bit_length()
+    mul = -(-(1 << p) // d)
+    return (mul << _SHIFT_BITS) | p
+
+
+@cuda.jit(device=True, forceinline=True)
+def fast_div(n, divisor):
+    """n // d for 0 <= n < 2**31, with ``divisor = fast_divisor(d)``: a 32 x 32 -> 64-bit multiply
+    and a shift (uint32)."""
+    enc = uint64(divisor)
+    return uint32((uint64(uint32(n)) * (enc >> uint64(_SHIFT_BITS))) >> (enc & uint64(0xFF)))
 
 
 @cuda.jit(device=True, forceinline=True)
 def advance(stage, phase, depth):
     """The next slot of a ring of ``depth`` stages: the phase (the parity to wait for on that
-    stage's barrier) flips each time the stage index wraps to 0. Returns (stage, phase)."""
-    stage += 1
-    if stage == depth:
-        return 0, phase ^ 1
-    return stage, phase
+    stage's barrier) flips each time the stage index wraps to 0. Returns (stage, phase) as uint32."""
+    nxt = uint32(uint32(stage) + uint32(1))  # (Numba widens uint32 + uint32 to 64 bits: cast back)
+    if nxt == uint32(depth):
+        return uint32(0), uint32(uint32(phase) ^ uint32(1))
+    return nxt, uint32(phase)
+
+
+def scheduler_args(num_m, num_n, group):
+    """The tile scheduler's kernel arguments for an (num_m x num_n)-tile output: num_m, num_n and the
+    two encoded divisors ``grouped_tile`` needs (a whole group's tiles, and the rows of the last,
+    partial group of tile-rows)."""
+    import numpy as np
+
+    if num_m * num_n >= 2 ** 30:
+        raise ValueError(f"{num_m * num_n} output tiles: the tile scheduler counts in 32 bits and takes at most "
+                         f"{2 ** 30 - 1}. Split the GEMM into smaller ones.")
+    last_rows = num_m % group or group
+    return (np.int32(num_m), np.int32(num_n), np.uint64(fast_divisor(group * num_n)),
+            np.uint64(fast_divisor(last_rows)))
 
 
 @cuda.jit(device=True, forceinline=True)
-def grouped_tile(t, num_m, num_n, group):
+def grouped_tile(t, num_m, num_n, group, div_group, div_last):
     """Output tile number ``t`` -> (m_idx, n_idx), walking ``group`` tile-rows at a time so that
     consecutive tiles (run at the same time by neighbouring CTAs) share rows of A and columns of B
-    in L2. Within a group, m varies fastest."""
-    per_group = group * num_n
-    g = t // per_group
-    first_m = g * group
-    rows = min(num_m - first_m, group)
-    local = t - g * per_group
-    return first_m + local % rows, local // rows
+    in L2. Within a group, m varies fastest. ``div_group``/``div_last`` come from scheduler_args;
+    ``group`` is a compile-time constant, so dividing by it is a shift or a multiply."""
+    t, group = uint32(t), uint32(group)
+    g = fast_div(t, div_group)  # t // (group * num_n)
+    # (every intermediate is cast back to uint32: Numba computes uint32 arithmetic in 64 bits)
+    first_m = uint32(g * group)
+    rows = min(uint32(uint32(num_m) - first_m), group)
+    local = uint32(t - uint32(first_m * uint32(num_n)))
+    if rows == group:
+        n_idx = uint32(local // group)
+    else:  # the last group of tile-rows has fewer rows
+        n_idx = fast_div(local, div_last)
+    return uint32(first_m + uint32(local - uint32(n_idx * rows))), n_idx

@@ -1,55 +1,84 @@
 """Timelines drawn from a ``gemm_kernels.trace.Trace``: one row per lane (a unit such as the TMA
-engine or the tensor core, or a warp / warp role), one bar per event.
+engine or the tensor core, or a warp / warp role), one mark per event.
 
-* bars: MMAs, TMA loads (shaded by pipeline stage when the event has one), TMA stores, TMEM loads;
+Every event kind the emulator or the on-chip instrumentation records has its own colour, its own
+legend entry and one way of being drawn (``KINDS``):
+
+* bars, however short: ordinary global loads/stores, TMA loads (hatched by ring stage when the
+  event has one), MMAs, TMEM loads (``tcgen05.ld``), TMA stores; a bar narrower than
+  ``MIN_BAR`` of the panel's span is widened to it so that it stays visible;
 * thin lines: time a warp spends blocked in an mbarrier wait, ending in a dot when it is released;
-* ticks: instantaneous events (an arrive, expect_tx, a commit, a TMA issue).
+* ticks: instantaneous events (an arrive, a commit, a TMA issue).
+
+An event of a kind not in ``KINDS`` is refused (no silent black fallback). Lane names are the same
+in every chapter: the emulator's single-CTA ``"TMA unit"`` is shown as ``"TMA"``, like the
+per-CTA lanes, and a trace of one CTA drops the ``"CTA n "`` prefix.
 
 The x axis is in nanoseconds. For emulator traces it is labelled as the emulator's virtual clock,
 which is a cost model (``gemm_kernels.emu.costmodel``), not a measurement.
 
 ``draw_timeline(trace, ...)`` draws one trace; ``side_by_side(traces, titles)`` stacks several on
-one time scale (previous chapter vs this one).
+one time scale (previous chapter vs this one). Figures are made at ``DPI`` dots per inch with no
+text smaller than ``MIN_FONT`` points.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-#: bar colours by op kind (colour-blind friendly: Okabe-Ito)
-BAR_COLOURS = {
-    "mma": "#0072B2",
-    "tma.load": "#E69F00",
-    "tma.store": "#CC79A7",
-    "tmem.ld": "#009E73",
-    "store": "#56B4E9",
-    "copy": "#F0E442",
-    "ld/st global": "#A0A0A0",
+DPI = 150
+MIN_FONT = 10
+WIDTH_IN = 9.0
+#: the narrowest bar drawn, as a share of the panel's time span
+MIN_BAR = 0.004
+
+
+@dataclass(frozen=True)
+class Kind:
+    colour: str
+    label: str
+    style: str  # "bar", "wait" or "tick"
+
+
+#: every event kind, in legend order; colours from the Okabe-Ito colour-blind-safe set and darker
+#: shades of it for the ticks
+KINDS = {
+    "ld/st global": Kind("#999999", "ordinary global loads/stores", "bar"),
+    "tma.load": Kind("#E69F00", "TMA load", "bar"),
+    "mma": Kind("#0072B2", "tcgen05.mma (tensor core)", "bar"),
+    "tmem.ld": Kind("#009E73", "tcgen05.ld (TMEM -> registers)", "bar"),
+    "tma.store": Kind("#CC79A7", "TMA store", "bar"),
+    "wait": Kind("#777777", "blocked in mbarrier wait", "wait"),
+    "arrive": Kind("#D55E00", "mbarrier arrive (expect_tx)", "tick"),
+    "commit": Kind("#00365A", "tcgen05.commit", "tick"),
+    "tma.issue": Kind("#56B4E9", "TMA issued", "tick"),
 }
-#: TMA loads of stage s use TMA_STAGE_COLOURS[s % len]
-TMA_STAGE_COLOURS = ("#E69F00", "#D55E00", "#F0E442", "#8C6D31")
-WAIT_COLOUR = "#777777"
-TICK_COLOURS = {"arrive": "#D55E00", "commit": "#0072B2", "tma.issue": "#E69F00"}
-LABELS = {
-    "mma": "tcgen05.mma (tensor core)",
-    "tma.load": "TMA load",
-    "tma.store": "TMA store",
-    "tmem.ld": "tcgen05.ld (TMEM -> registers)",
-    "store": "store",
-    "copy": "copy",
-    "ld/st global": "ordinary global loads/stores",
-    "wait": "blocked in mbarrier wait",
-    "arrive": "arrive / expect_tx",
-    "commit": "tcgen05.commit",
-    "tma.issue": "TMA issued",
-}
-WAIT_OPS = ("wait",)
-TICK_OPS = ("arrive", "commit", "tma.issue")
+#: TMA loads of ring stage s are hatched STAGE_HATCHES[s % len]
+STAGE_HATCHES = ("", "////", "\\\\\\\\", "xxx")
 
 _CTA_PREFIX = re.compile(r"^CTA (\d+) ")
+#: lane names as shown: the same unit has the same name in every chapter
+LANE_NAMES = {"TMA unit": "TMA"}
+
+
+def lane_name(lane):
+    """The canonical name of a lane (``"TMA unit"`` -> ``"TMA"``, ``"CTA 1 TMA unit"`` -> ``"CTA 1 TMA"``)."""
+    m = _CTA_PREFIX.match(lane)
+    prefix, rest = (lane[:m.end()], lane[m.end():]) if m else ("", lane)
+    return prefix + LANE_NAMES.get(rest, rest)
+
+
+def kind_of(op):
+    """The ``Kind`` of an event op; a ``ValueError`` names an op nobody gave a colour."""
+    try:
+        return KINDS[op]
+    except KeyError:
+        raise ValueError(f"event kind {op!r} has no colour in gemm_kernels.timeline.KINDS; add it there "
+                         f"(known: {', '.join(KINDS)})") from None
 
 
 def time_label(trace):
@@ -66,7 +95,7 @@ def _lane_order(lanes):
         m = _CTA_PREFIX.match(lane)
         cta = int(m.group(1)) if m else 0
         rest = lane[m.end():] if m else lane
-        if "TMA" in rest:
+        if "TMA" == rest:
             kind = 0
         elif "tensor core" in rest:
             kind = 1
@@ -79,96 +108,103 @@ def _lane_order(lanes):
 
 
 def _select(trace, lanes, max_ctas):
+    """(events shown, lane names top to bottom); every event's lane is given by ``lane_name``."""
     events = [e for e in trace.events if max_ctas is None or e.cta < max_ctas]
     present = []
     for e in events:
-        if e.lane not in present:
-            present.append(e.lane)
+        name = lane_name(e.lane)
+        if name not in present:
+            present.append(name)
     if lanes is None:
         lanes = _lane_order(present)
     else:
+        lanes = [lane_name(lane) for lane in lanes]
         missing = [lane for lane in lanes if lane not in present]
         if missing:
             raise ValueError(f"lanes {missing} are not in the trace; it has {present}")
     wanted = set(lanes)
-    return [e for e in events if e.lane in wanted], list(lanes)
+    return [e for e in events if lane_name(e.lane) in wanted], list(lanes)
 
 
 def _display_name(lane, strip_cta):
     return _CTA_PREFIX.sub("", lane) if strip_cta else lane
 
 
+def _new_figure(width, height, **kw):
+    return plt.subplots(figsize=(width, height), dpi=DPI, layout="constrained", **kw)
+
+
 def draw_timeline(trace, ax=None, title=None, lanes=None, max_ctas=1, *, t0=None, legend=True):
-    """Draw ``trace`` on ``ax`` (a new (10, 3) figure when None); return the axes.
+    """Draw ``trace`` on ``ax`` (a new figure when None); return the axes.
 
     ``lanes``: the lanes to show, top to bottom (default: every lane of the first ``max_ctas``
     CTAs, units first). ``max_ctas``: only events of CTAs 0 .. max_ctas-1 (None: all).
-    ``t0``: time shown as 0 (default: the first event shown)."""
+    ``t0``: time shown as 0 (default: the first event shown). The kinds drawn are left in
+    ``ax.timeline_ops`` (``side_by_side`` builds one legend for all panels from them)."""
     events, lanes = _select(trace, lanes, max_ctas)
     if ax is None:
-        height = max(2.4, 1.4 + 0.3 * len(lanes))
-        _, ax = plt.subplots(figsize=(10, height), layout="constrained")
+        _, ax = _new_figure(WIDTH_IN, max(2.6, 1.5 + 0.32 * len(lanes)))
+    ax.timeline_ops = set()
     if not events:
-        ax.text(0.5, 0.5, "no events", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, "no events", ha="center", va="center", transform=ax.transAxes, fontsize=MIN_FONT)
         return ax
+    for e in events:
+        kind_of(e.op)  # refuse an unknown kind before drawing anything
     strip_cta = len({e.cta for e in events}) == 1
     row = {lane: i for i, lane in enumerate(lanes)}
     if t0 is None:
         t0 = min(e.start for e in events)
-    span = max(e.end for e in events) - t0
-    used = set()
+    span = max(e.end for e in events) - t0 or 1.0
+    used = ax.timeline_ops
     for e in events:
-        y = row[e.lane]
+        kind = KINDS[e.op]
+        y = row[lane_name(e.lane)]
         start, width = e.start - t0, e.end - e.start
-        if e.op in WAIT_OPS:
-            ax.plot([start, start + width], [y, y], color=WAIT_COLOUR, lw=1.0, solid_capstyle="butt", zorder=2)
-            ax.plot([start + width], [y], marker="o", ms=3.5, color=WAIT_COLOUR, zorder=3)
-            used.add("wait")
-        elif e.op in TICK_OPS or width <= 0.002 * span:
-            colour = TICK_COLOURS.get(e.op, "black")
-            ax.plot([start, start], [y - 0.32, y + 0.32], color=colour, lw=1.4, zorder=4)
-            used.add(e.op if e.op in TICK_OPS else "arrive")
+        used.add(e.op)
+        if kind.style == "wait":
+            ax.plot([start, start + width], [y, y], color=kind.colour, lw=1.2, solid_capstyle="butt", zorder=2)
+            ax.plot([start + width], [y], marker="o", ms=3.5, color=kind.colour, zorder=3)
+        elif kind.style == "tick":
+            ax.plot([start, start], [y - 0.32, y + 0.32], color=kind.colour, lw=1.4, zorder=4)
         else:
-            if e.op == "tma.load" and e.stage >= 0:
-                colour = TMA_STAGE_COLOURS[e.stage % len(TMA_STAGE_COLOURS)]
-                used.add(("stage", e.stage % len(TMA_STAGE_COLOURS)))
-            else:
-                colour = BAR_COLOURS.get(e.op, "#999999")
-                used.add(e.op)
-            ax.broken_barh([(start, width)], (y - 0.3, 0.6), facecolors=colour, edgecolors="white",
-                           linewidth=0.6, zorder=3)
+            hatch = STAGE_HATCHES[e.stage % len(STAGE_HATCHES)] if e.op == "tma.load" and e.stage >= 0 else ""
+            if hatch:
+                used.add("staged")
+            ax.broken_barh([(start, max(width, MIN_BAR * span))], (y - 0.3, 0.6), facecolors=kind.colour,
+                           edgecolors="white", linewidth=0.4, hatch=hatch or None, zorder=3)
     ax.set_yticks(range(len(lanes)))
-    ax.set_yticklabels([_display_name(lane, strip_cta) for lane in lanes], fontsize=10)
+    ax.set_yticklabels([_display_name(lane, strip_cta) for lane in lanes], fontsize=MIN_FONT)
     ax.set_ylim(len(lanes) - 0.4, -0.6)
     ax.set_xlim(0, span * 1.01)
-    ax.set_xlabel(time_label(trace), fontsize=10)
-    ax.tick_params(axis="x", labelsize=10)
+    ax.set_xlabel(time_label(trace), fontsize=MIN_FONT)
+    ax.tick_params(axis="both", labelsize=MIN_FONT)
     ax.grid(axis="x", color="#dddddd", lw=0.5, zorder=0)
     ax.set_axisbelow(True)
     if title:
-        ax.set_title(title, fontsize=11, loc="left")
-    ax.timeline_ops = used  # what was drawn: side_by_side builds one legend for all panels
+        ax.set_title(title, fontsize=MIN_FONT + 1, loc="left")
     if legend:
-        handles = _legend_handles(used)
-        if handles:
-            ax.legend(handles=handles, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22 - 0.4 / len(lanes)),
-                      ncol=min(4, len(handles)), frameon=False)
+        handles = legend_handles(used)
+        ax.legend(handles=handles, fontsize=MIN_FONT, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.22 - 0.4 / len(lanes)), ncol=min(3, len(handles)), frameon=False)
     return ax
 
 
-def _legend_handles(used):
+def legend_handles(used):
+    """One legend entry per event kind in ``used`` (TMA loads: one entry, saying what the hatching
+    means when stages were drawn)."""
     handles = []
-    for op in ("ld/st global", "tma.load", "mma", "tmem.ld", "tma.store", "store", "copy"):
-        if op in used:
-            handles.append(Patch(facecolor=BAR_COLOURS[op], label=LABELS[op]))
-    for item in sorted(u for u in used if isinstance(u, tuple)):
-        handles.append(Patch(facecolor=TMA_STAGE_COLOURS[item[1]], label=f"TMA load, stage {item[1]}"))
-    if "wait" in used:
-        handles.append(Line2D([0], [0], color=WAIT_COLOUR, lw=1.0, marker="o", ms=3.5, label=LABELS["wait"]))
-    for op in TICK_OPS:
-        if op in used:
-            handles.append(Line2D([0], [0], color=TICK_COLOURS[op], lw=1.4, marker="|", ms=8, ls="none",
-                                  label=LABELS[op]))
+    for op, kind in KINDS.items():
+        if op not in used:
+            continue
+        if kind.style == "bar":
+            label = kind.label + (" (hatching: ring stage)" if op == "tma.load" and "staged" in used else "")
+            handles.append(Patch(facecolor=kind.colour, edgecolor="white",
+                                 hatch="////" if op == "tma.load" and "staged" in used else None, label=label))
+        elif kind.style == "wait":
+            handles.append(Line2D([0], [0], color=kind.colour, lw=1.2, marker="o", ms=3.5, label=kind.label))
+        else:
+            handles.append(Line2D([0], [0], color=kind.colour, lw=1.4, marker="|", ms=9, ls="none",
+                                  label=kind.label))
     return handles
 
 
@@ -180,9 +216,9 @@ def side_by_side(traces, titles, *, lanes=None, max_ctas=1, sharex=True):
     for tr in traces:
         _, shown = _select(tr, lanes, max_ctas)
         counts.append(len(shown))
-    height = sum(0.6 + 0.3 * c for c in counts) + 1.0
-    fig, axes = plt.subplots(len(traces), 1, figsize=(10, height), sharex=sharex, layout="constrained",
-                             height_ratios=[0.6 + 0.3 * c for c in counts])
+    ratios = [0.7 + 0.32 * c for c in counts]
+    fig, axes = _new_figure(WIDTH_IN, sum(ratios) + 1.2, nrows=len(traces), ncols=1, sharex=sharex,
+                            height_ratios=ratios)
     if len(traces) == 1:
         axes = [axes]
     used = set()
@@ -191,9 +227,9 @@ def side_by_side(traces, titles, *, lanes=None, max_ctas=1, sharex=True):
         used |= ax.timeline_ops
         if sharex and i < len(traces) - 1:
             ax.set_xlabel("")
-    handles = _legend_handles(used)
+    handles = legend_handles(used)
     if handles:
-        fig.legend(handles=handles, fontsize=9, loc="outside lower center", ncol=min(4, len(handles)),
+        fig.legend(handles=handles, fontsize=MIN_FONT, loc="outside lower center", ncol=min(3, len(handles)),
                    frameon=False)
     if sharex:
         right = max(max(e.end for e in tr.events if max_ctas is None or e.cta < max_ctas)

@@ -47,13 +47,10 @@ def test_recording_names_its_gpu_driver_and_date():
     assert set(DOC["cases"]) == {c.name for c in CASES}, "re-record: tests/hopper/record.py"
 
 
-@pytest.mark.parametrize("policy", ["lazy", "eager"])
-@pytest.mark.parametrize("name", REPLAYED)
+@pytest.mark.parametrize("name, policy", [(n, p) for n in REPLAYED for p in CASE_BY_NAME[n].policies])
 def test_emulator_replays_h200(name, policy):
     """Same bytes as the H200; an EmulatorError exactly where the H200 faulted."""
     case = CASE_BY_NAME[name]
-    if policy not in case.policies:
-        pytest.skip(f"{name} is replayed under {case.policies} only")
     rec = DOC["cases"][name]
     assert "outputs" in rec or case.isolate, f"the H200 run of {name} failed: {rec.get('error')}"
     problems = check_emulator(case, rec, policy)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from ._common import CliError, check_output, non_negative_int, parsed as _parsed, positive_int
+
 
 def add_parser(subparsers):
     p = subparsers.add_parser("bench", help="benchmark the chapters against cuBLAS (B200), or the emulator's model",
@@ -17,14 +19,14 @@ def add_parser(subparsers):
                                           "order, fp16 uniform[-1,1) inputs, clocks reported).")
     p.add_argument("--chapters", default="1-9", help="e.g. 1-9, 3,5,7 (default 1-9)")
     p.add_argument("--sizes", default="2048,4096,8192", help="cube sizes M=N=K (default 2048,4096,8192)")
-    p.add_argument("--backend", choices=["blackwell", "emulator"], default="blackwell",
-                   help="blackwell (default; needs a B200) or emulator (a virtual-clock MODEL at each chapter's "
-                        "small test shape)")
+    p.add_argument("--backend", choices=["blackwell", "emulator", "model"], default="blackwell",
+                   help="blackwell (default; needs a B200), emulator (a virtual-clock MODEL at each chapter's "
+                        "small test shape) or model (the B200 performance MODEL at full size, gemm_kernels.perf)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--plot", metavar="FILE", help="write a bar chart (PNG)")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--reps", type=int, default=4, help="timed launches per kernel per round")
+    p.add_argument("--warmup", type=non_negative_int, default=3)
+    p.add_argument("--rounds", type=positive_int, default=5)
+    p.add_argument("--reps", type=positive_int, default=4, help="timed launches per kernel per round")
     p.add_argument("--no-cublas", action="store_true", help="skip the cuBLAS baseline")
     p.add_argument("--pipe-depth", default=None, metavar="D[,D...]",
                    help="pipeline depths to time for the chapters that take one (5-9), e.g. 2,4; default: "
@@ -39,17 +41,23 @@ def run(args) -> int:
     from gemm_kernels.runtime.device import gpu_info
 
     try:
-        chapters = bench.parse_chapters(args.chapters)
-        sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
-        depths = tuple(int(d) for d in args.pipe_depth.split(",")) if args.pipe_depth else (None,)
-    except ValueError as e:
-        print(f"error: bad --chapters or --sizes: {e}", file=sys.stderr)
+        chapters = _parsed("--chapters", bench.parse_chapters, args.chapters)
+        sizes = _parsed("--sizes", lambda t: [positive_int(s) for s in t.split(",") if s.strip()], args.sizes)
+        depths = _parsed("--pipe-depth", lambda t: tuple(positive_int(d) for d in t.split(",")), args.pipe_depth) \
+            if args.pipe_depth else (None,)
+        check_output("--json", args.json)
+        check_output("--plot", args.plot)
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     missing = [c for c in chapters if c not in CHAPTERS]
     if missing:
         print(f"error: no chapter(s) {missing}; available: {sorted(CHAPTERS)}", file=sys.stderr)
         return 2
     log = lambda s: print(s, file=sys.stderr)  # noqa: E731
+    if args.backend == "model":  # the B200 performance model (gemm_kernels.perf, issue 14)
+        from gemm_kernels.perf.bench import run_cli
+        return run_cli(args, chapters, sizes, depths, log)
 
     if args.backend == "emulator":
         if args.cublas_only:
@@ -76,12 +84,18 @@ def run(args) -> int:
             rep = bench.run_gpu(chapters, sizes, warmup=args.warmup, rounds=args.rounds, reps=args.reps,
                                 cublas=not args.no_cublas, log=log, pipe_depths=depths)
     print(bench.table(rep))
+    if rep.kind == "measurement" and not args.cublas_only:  # the model beside each measurement (issue 14)
+        from gemm_kernels.perf.bench import beside_measurements
+        print(beside_measurements(rep))
     if args.json:
         bench.write_json(rep, args.json)
         print(f"wrote {args.json}")
     if args.plot:
         bench.plot(rep, args.plot)
         print(f"wrote {args.plot}")
+        if rep.kind == "measurement" and not args.cublas_only:  # the ladder: model, published, yours (issue 14)
+            from gemm_kernels.perf.ladder import plot_measured_ladder
+            print(f"wrote {plot_measured_ladder(rep, args.plot)}")
     bad = [r for r in rep.results if r.verified is False]
     if bad:
         print(f"error: {len(bad)} result(s) failed the correctness check: {[r.name for r in bad]}", file=sys.stderr)

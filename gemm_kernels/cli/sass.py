@@ -1,13 +1,14 @@
 """``sass``: build a kernel for sm_100a (no GPU needed) and print its SASS or a resource summary.
 
     python -m gemm_kernels sass --chapter 3 --summary
+    python -m gemm_kernels sass --chapter 7 --hot-loops
     python -m gemm_kernels sass --kernel gemm_kernels.kernels.v1_basic:kernel --sig "void(uint64, int32)"
 """
 from __future__ import annotations
 
 import sys
 
-from ._common import CliError, KernelRef, chapter_kernel, load_function
+from ._common import CliError, KernelRef, chapter_kernel, check_output, load_function, positive_int
 
 
 def add_parser(subparsers):
@@ -26,9 +27,15 @@ def add_parser(subparsers):
     what.add_argument("--summary", action="store_true",
                       help="registers, shared/local memory, spills and an opcode histogram")
     what.add_argument("--ptx", action="store_true", help="print the PTX instead of the SASS")
+    what.add_argument("--hot-loops", action="store_true",
+                      help="instruction counts of the MMA, TMA-producer and epilogue loops per unit of work, "
+                           "by category; flags MEMBAR.*GPU and CALL inside any loop (gemm_kernels.sass_loops)")
+    p.add_argument("--loads-per-stage", type=int, metavar="N",
+                   help="TMA loads per pipeline stage, to count the producer loop per k-block (default: the "
+                        "chapter's, else 2)")
     p.add_argument("--full-opcodes", action="store_true", help="histogram by full opcode (with modifiers)")
     p.add_argument("--lineinfo", action="store_true", help="with source line info")
-    p.add_argument("--max-registers", type=int, metavar="N", help="register cap (ptxas -maxrregcount)")
+    p.add_argument("--max-registers", type=positive_int, metavar="N", help="register cap (ptxas -maxrregcount)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=run)
 
@@ -45,12 +52,15 @@ def run(args) -> int:
             if not args.sig:
                 raise CliError("--kernel needs --sig (e.g. --sig 'void(uint64, int32)')")
             ref = KernelRef(load_function(args.kernel), args.sig, args.kernel)
-        b = build(ref.kernel, ref.signature, arch=args.arch, lineinfo=args.lineinfo,
-                  max_registers=args.max_registers)
-    except CliError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:
+        check_output("--out", args.out)
+        try:
+            b = build(ref.kernel, ref.signature, arch=args.arch, lineinfo=args.lineinfo,
+                      max_registers=args.max_registers)
+        except ValueError:
+            raise
+        except Exception as e:  # noqa: BLE001 - numba's or ptxas's error, said in one line
+            raise CliError(_why_it_did_not_build(ref, args.arch, e)) from e
+    except (CliError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -58,6 +68,14 @@ def run(args) -> int:
         text = b.summary(base=not args.full_opcodes)
     elif args.ptx:
         text = b.ptx
+    elif args.hot_loops:
+        from gemm_kernels.sass_loops import chapter_loads_per_stage, report
+
+        if not b.sass:
+            print("error: no SASS (nvdisasm not found); --hot-loops needs it", file=sys.stderr)
+            return 1
+        lps = args.loads_per_stage or (chapter_loads_per_stage(args.chapter) if args.chapter is not None else 2)
+        text = report(b.sass, lps, label=ref.label)
     else:
         if not b.sass:
             print("error: no SASS (nvdisasm not found); try --summary or --ptx", file=sys.stderr)
@@ -70,3 +88,21 @@ def run(args) -> int:
     else:
         print(text)
     return 0
+
+
+def _why_it_did_not_build(ref, arch, err) -> str:
+    """One line for a failed build: a kernel that uses tcgen05 built for a target without it is
+    named as such (ptxas would list every instruction it rejects); else the first error line."""
+    from gemm_kernels.runtime.build import build
+
+    if arch != "sm_100a":
+        try:
+            ptx = build(ref.kernel, ref.signature, arch="sm_100a").ptx
+        except Exception:  # noqa: BLE001 - it does not build for sm_100a either: say the original error
+            ptx = ""
+        if "tcgen05." in ptx:
+            return (f"{ref.label} uses tcgen05 (the Blackwell tensor core's instructions), which {arch} does not "
+                    f"have: build it with --arch sm_100a")
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "")
+    return f"cannot build {ref.label} for {arch} (signature {ref.signature!r}): {type(err).__name__}: {first}"

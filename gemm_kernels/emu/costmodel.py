@@ -1,41 +1,43 @@
-"""The emulator's cost model of one B200 SM: the parameters behind its virtual clock.
+"""The emulator's virtual clock: the cost of each unit of one B200 SM, in cycles.
 
-These are a MODEL, chosen from published figures, not measurements of ours. They make the
-emulator's timelines show which units overlap and roughly for how long; they do not predict a
-B200's TFLOP/s. Every parameter is here, with where it comes from.
-"""
+The numbers are the physical parameters of ``gemm_kernels.perf.params`` (published specifications
+and microbenchmarks, each with its source and range there), not measurements of ours. The chip
+model (``gemm_kernels.perf``) runs one SM's share of a full-size problem on this clock and sets
+the TMA latency and bandwidth that the rest of the chip leaves to that SM (L2 hits and misses,
+die crossing, shared L2/HBM bandwidth) with ``overridden``; the defaults below are those of an SM
+whose operands hit in L2 and which has the L2 to itself."""
+from contextlib import contextmanager
 
-#: SM clock used to turn cycles into nanoseconds. B200 boost is about 1.9 GHz (field survey);
-#: we use 1.85 GHz as a round sustained figure.
-CLOCK_GHZ = 1.85
+from ..perf.params import value as _p
 
-#: Dense fp16 tensor-core rate per SM: 2.25 PFLOP/s / 148 SMs / 1.85 GHz ~ 8192 FLOP per cycle
-#: (NVIDIA's B200 dense fp16 peak as quoted in the field survey).
-MMA_FLOP_PER_CYCLE = 8192
+#: SM clock turning cycles into nanoseconds (tensor clock of the spec listing).
+CLOCK_GHZ = _p("clock_ghz")
 
-#: TMA: fixed latency of a tiled load from L2/HBM (cycles) and the SM's share of bandwidth.
-#: 8 TB/s HBM over 148 SMs at 1.85 GHz is ~29 B/cycle; L2 hits are faster. We take 64 B/cycle
-#: as the per-SM share for operand tiles that mostly hit L2 in a tiled GEMM.
-TMA_LATENCY_CYCLES = 600
-TMA_BYTES_PER_CYCLE = 64
+#: Dense fp16 tensor-core rate per SM, FLOP per cycle (cta_group::1 and each SM of a ::2 pair).
+MMA_FLOP_PER_CYCLE = _p("mma_flop_per_cycle_sm")
 
-#: tcgen05.ld of 32 columns x 32 lanes (one warp): a guess of the TMEM read cost.
-TMEM_LD_CYCLES_PER_32_COLS = 16
+#: TMA: latency of a tiled load served by L2 while the chip streams (half the loads cross the die),
+#: in cycles, and the SM's L2 -> shared bandwidth.
+TMA_LATENCY_CYCLES = _p("tma_l2_latency_cycles") + 0.5 * _p("die_crossing_cycles")
+TMA_BYTES_PER_CYCLE = _p("tma_port_bytes_per_cycle_sm")
+
+#: tcgen05.ld of 32 lanes x 32 columns (one warp).
+TMEM_LD_CYCLES_PER_32_COLS = _p("tmem_ld_cycles_per_32_cols")
 
 #: mbarrier arrive -> waiter wake-up, and a named barrier, in cycles.
-BARRIER_LATENCY_CYCLES = 20
+BARRIER_LATENCY_CYCLES = _p("barrier_latency_cycles")
 
 #: One ordinary instruction of a thread (a PTX op twin's issue cost).
-ISSUE_CYCLES = 1
+ISSUE_CYCLES = _p("issue_cycles")
 
 #: A global-memory element access by ordinary loads/stores (amortised: latency hidden by the
 #: other warps of the SM), per element.
-GLOBAL_ACCESS_CYCLES = 2
+GLOBAL_ACCESS_CYCLES = _p("global_access_cycles")
 
 #: The latency a thread pays once at the start of each run of ordinary global loads (the
-#: rest of the run overlaps with it: loads are pipelined; stores do not stall the thread). The
-#: same DRAM/L2 latency as a TMA load.
-GLOBAL_LATENCY_CYCLES = TMA_LATENCY_CYCLES
+#: rest of the run overlaps with it: loads are pipelined; stores do not stall the thread): an L2
+#: hit's latency.
+GLOBAL_LATENCY_CYCLES = _p("l2_hit_latency_cycles")
 
 
 def cycles_to_ns(cycles):
@@ -48,3 +50,18 @@ def mma_cycles(m, n, k):
 
 def tma_cycles(nbytes):
     return nbytes / TMA_BYTES_PER_CYCLE
+
+
+@contextmanager
+def overridden(**values):
+    """Set some of the parameters above (by name) for the duration of a ``with`` block."""
+    g = globals()
+    unknown = [k for k in values if k not in g or not k.isupper()]
+    if unknown:
+        raise KeyError(f"not cost-model parameters: {unknown}")
+    old = {k: g[k] for k in values}
+    g.update(values)
+    try:
+        yield
+    finally:
+        g.update(old)

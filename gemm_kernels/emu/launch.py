@@ -23,7 +23,8 @@ def _dim3(v):
 
 
 class Launch:
-    def __init__(self, grid, block, cluster, shared_bytes, policy, seed, trace, names):
+    def __init__(self, grid, block, cluster, shared_bytes, policy, seed, trace, names, timing=False):
+        self.timing = timing  # timing mode (gemm_kernels.perf): skip numerics and data copies, keep the clock
         self.grid = _dim3(grid)
         self.block = _dim3(block)
         self.cluster_dims = _dim3(cluster)
@@ -127,15 +128,16 @@ class Launch:
 
 
 def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy="lazy", seed=0,
-        trace=False, names=None, tensor_maps=None):
+        trace=False, names=None, tensor_maps=None, timing=False, only_clusters=None):
     """Run ``kernel`` (a ``numba.cuda.jit`` kernel or its Python function) on the emulator.
 
     ``args`` are numpy arrays (global memory) and integers, as the kernel receives them.
     ``names``: [(name, offset from the dynamic shared-memory base, size)] used in reports.
     ``tensor_maps``: {address: TensorMapModel} for kernels that take tensor-map addresses.
     Returns the Launch (``.trace`` holds the events when ``trace=True``).
+    ``timing``/``only_clusters``: gemm_kernels.perf's timing mode (no values) and the clusters it runs.
     """
-    launch = Launch(grid, block, cluster, shared_bytes, policy, seed, trace, names)
+    launch = Launch(grid, block, cluster, shared_bytes, policy, seed, trace, names, timing)
     if tensor_maps:
         launch.tensor_maps.update(tensor_maps)
     fn = kernel_function(kernel)
@@ -145,6 +147,8 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     context.set_launch(launch)
     try:
         for index, blocks in launch.clusters():
+            if only_clusters is not None and index not in only_clusters:
+                continue
             sched = Scheduler(policy, seed + index)
             launch.scheduler = sched
             cl = Cluster(launch, index, blocks, nthreads, launch.shared_bytes)

@@ -160,8 +160,8 @@ class Mma(AsyncOp):
             self._check_tmem_order(cta, thread)
         self.lo = min(r[1] for r in self.ranges)
         self.hi = max(r[2] for r in self.ranges)
-        self.snapshots = [(cta, cta.smem.buffer[self.a_addr].copy(), cta.smem.buffer[self.b_addr].copy())
-                          for cta in ctas]
+        self.snapshots = None if thread.launch.timing else [
+            (cta, cta.smem.buffer[self.a_addr].copy(), cta.smem.buffer[self.b_addr].copy()) for cta in ctas]
         for cta in ctas:
             cta.smem_readers.append(self)
             cta.pending_mma_writes.append(self)
@@ -202,6 +202,11 @@ class Mma(AsyncOp):
         return any(c is cta and r_lo < hi and lo < r_hi for c, r_lo, r_hi in self.ranges)
 
     def execute(self):
+        if self.snapshots is None:  # timing mode: no values, only the bookkeeping
+            for cta in self.ctas:
+                cta.smem_readers.remove(self)
+                cta.pending_mma_writes.remove(self)
+            return
         a_parts, b_parts = [], []
         for cta, a_snap, b_snap in self.snapshots:
             buf = cta.smem.buffer

@@ -81,6 +81,7 @@ def make_kernel(depth):
             stage = 0
             tma_phase = 0
             mma_phase = 0
+            accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
             for kc in range(k_tiles):
                 full = base + TMA0 + 8 * stage
                 ptx.mbarrier_wait(full, tma_phase)
@@ -89,8 +90,9 @@ def make_kernel(depth):
                 b_stage = base + B0 + stage * TILE_BYTES
                 for k in range(BLOCK_K // MMA_K):
                     ptx.tcgen05_mma(tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
-                                    sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, kc + k)
+                                    sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, accumulate | uint32(k > 0))
                 ptx.tcgen05_commit(mma_done)
+                accumulate = uint32(1)
                 ptx.mbarrier_wait(mma_done, mma_phase)  # stage `stage` has been read
                 mma_phase ^= 1
                 nxt = kc + DEPTH

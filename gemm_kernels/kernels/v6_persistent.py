@@ -13,7 +13,7 @@ from numba import cuda, uint8, uint32
 
 from .. import ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance, grouped_tile
+from ..pipeline import advance, grouped_tile, scheduler_args
 from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
 from .epilogue import store_staging, tmem_rows_to_staging
 from .tmem_lifecycle import tmem_allocate, tmem_free
@@ -33,7 +33,7 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
     DEPTH, GROUP_M, RESET = depth, group, reset_phases
 
     @cuda.jit
-    def gemm_v6_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n):
+    def gemm_v6_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n, div_group, div_last):
         smem = cuda.shared.array(0, uint8, alignment=1024)
         smem32 = cuda.shared.array(0, uint32, alignment=1024)
         base = ptx.shared_addr(smem)
@@ -56,18 +56,19 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
         cuda.syncthreads()
         tmem = smem32[TMEM_SLOT // 4]
 
-        stage = 0
-        tma_phase = 0
-        mma_phase = 0
-        acc_phase = 0
-        for t in range(cuda.blockIdx.x, num_m * num_n, cuda.gridDim.x):
-            m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M)
+        stage = uint32(0)
+        tma_phase = uint32(0)
+        mma_phase = uint32(0)
+        acc_phase = uint32(0)
+        t = cuda.blockIdx.x  # tiles t, t + gridDim, ... (a while loop: range() with a step divides in 64 bits)
+        while t < num_m * num_n:
+            m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
             m0 = m_idx * BLOCK_M
             n0 = n_idx * BLOCK_N
             if RESET:  # the broken variant: forget where the ring and the barriers are
-                stage = 0
-                tma_phase = 0
-                mma_phase = 0
+                stage = uint32(0)
+                tma_phase = uint32(0)
+                mma_phase = uint32(0)
             if tid == 0:
                 for i in range(min(DEPTH, k_tiles)):
                     s = (stage + i) % DEPTH
@@ -75,6 +76,7 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
                     ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)
                     ptx.tma_load_2d(base + A0 + s * TILE_BYTES, tmap_a, i * BLOCK_K, m0, full)
                     ptx.tma_load_2d(base + B0 + s * TILE_BYTES, tmap_b, i * BLOCK_K, n0, full)
+                accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                 for kc in range(k_tiles):
                     full = base + TMA0 + 8 * stage
                     ptx.mbarrier_wait(full, tma_phase)
@@ -83,10 +85,11 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
                     b_stage = base + B0 + stage * TILE_BYTES
                     for k in range(BLOCK_K // MMA_K):
                         ptx.tcgen05_mma(tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
-                                        sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, kc + k)
+                                        sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, accumulate | uint32(k > 0))
                     ptx.tcgen05_commit(mma_done)
+                    accumulate = uint32(1)
                     ptx.mbarrier_wait(mma_done, mma_phase)
-                    mma_phase ^= 1
+                    mma_phase ^= uint32(1)
                     nxt = kc + DEPTH
                     if nxt < k_tiles:
                         ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)
@@ -97,10 +100,10 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
             else:  # the other threads only need to know where the ring is (for RESET parity)
                 for kc in range(k_tiles):
                     stage, tma_phase = advance(stage, tma_phase, DEPTH)
-                    mma_phase ^= 1
+                    mma_phase ^= uint32(1)
 
             ptx.mbarrier_wait(acc_ready, acc_phase)
-            acc_phase ^= 1
+            acc_phase ^= uint32(1)
             ptx.tcgen05_fence_after()
             tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
             ptx.fence_proxy_async()
@@ -108,6 +111,7 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
             cuda.syncthreads()
             if tid == 0:
                 store_staging(tmap_d, base + D_STAGING, m0, n0, BLOCK_N)
+            t += cuda.gridDim.x
 
         cuda.syncthreads()
         tmem_free(warp, 0, tmem, TMEM_COLS)
@@ -116,7 +120,7 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
 
 
 gemm_v6_kernel, plan = make_kernel(DEFAULT_DEPTH)
-SIGNATURE = "void(uint64, uint64, uint64, int32, int32, int32)"
+SIGNATURE = "void(uint64, uint64, uint64, int32, int32, int32, uint64, uint64)"
 LIMITS = "M and N multiples of 128, K a multiple of 64; persistent grid of min(SMs, tiles) CTAs"
 
 
@@ -133,4 +137,4 @@ def gemm_v6(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_dept
     kernel, kplan = make_kernel(pipe_depth, group, reset_phases)
     return tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, plan=kplan, threads=THREADS,
                       boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, 64)),
-                      extra=(m // BLOCK_M, n // BLOCK_N))
+                      extra=scheduler_args(m // BLOCK_M, n // BLOCK_N, group))

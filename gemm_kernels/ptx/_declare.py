@@ -137,9 +137,3 @@ def twin(op):
         return fn
 
     return deco
-
-
-def asm_statement(builder, text, constraints, argtys, args, ret=None):
-    """Emit one side-effecting inline-asm statement from a hand-written intrinsic's codegen."""
-    fty = ir.FunctionType(ret or ir.VoidType(), argtys)
-    return builder.call(ir.InlineAsm(fty, text, constraints, side_effect=True), args, attrs=("convergent",))

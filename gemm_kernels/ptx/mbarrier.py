@@ -96,6 +96,21 @@ def _mbarrier_arrive_cluster(bar):
     _arrive(_thread(), bar, 0, "mbarrier.arrive (cluster)")
 
 
+mbarrier_arrive_relaxed_cluster = asm_op(
+    "mbarrier_arrive_relaxed_cluster", "mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [{bar}];",
+    operands=(("bar", u32),),
+    doc="Arrive once, relaxed (no memory ordering), at cluster scope, on an mbarrier given by a "
+        "``.shared::cluster`` address (a peer CTA's, through ``mapa``). The form the PTX ISA gives for "
+        "handing TMEM back after ``tcgen05.wait::ld`` and ``tcgen05.fence::before_thread_sync``: the "
+        "tcgen05 fence orders the loads, so no release fence is needed (the release form costs a "
+        "MEMBAR.ALL.GPU per arriving thread).")
+
+
+@twin(mbarrier_arrive_relaxed_cluster)
+def _mbarrier_arrive_relaxed_cluster(bar):
+    _arrive(_thread(), bar, 0, "mbarrier.arrive.relaxed (cluster)")
+
+
 def _wait(bar_addr, parity, scope):
     t = _thread()
     bar = t.cta.mbarrier(bar_addr, f"mbarrier.try_wait.parity{scope}")
@@ -120,6 +135,19 @@ mbarrier_wait = asm_op(
         "(acquire, CTA scope): a loop around try_wait.parity. Waiting on the current phase blocks; "
         "waiting on the other parity (the phase before) returns at once.")
 mbarrier_wait.twin = lambda bar, parity: _wait(bar, parity, "") and None
+
+#: the suspend-time hint of mbarrier_wait_sleep, in ns (CUTLASS's retry path uses this value)
+SUSPEND_HINT_NS = 10_000_000
+_WAIT_SLEEP_LOOP = ("{{\n .reg .pred p;\n LAB_WAIT_${{:uid}}:\n"
+                    " mbarrier.try_wait.parity.shared::cta.b64 p, [{bar}], {parity}, " + str(SUSPEND_HINT_NS) + ";\n"
+                    " @!p bra LAB_WAIT_${{:uid}};\n}}")
+
+mbarrier_wait_sleep = asm_op(
+    "mbarrier_wait_sleep", _WAIT_SLEEP_LOOP, operands=(("bar", u32), ("parity", u32)),
+    doc="As mbarrier_wait, with a suspend-time hint on each try_wait: a thread whose phase is not "
+        "complete may be suspended (up to the hint) instead of spinning, leaving issue slots to the "
+        "warps that do the work. For long waits (the writeback waiting for a whole tile's MMAs).")
+mbarrier_wait_sleep.twin = lambda bar, parity: _wait(bar, parity, "") and None
 
 mbarrier_wait_cluster = asm_op(
     "mbarrier_wait_cluster", _WAIT_LOOP.format(scope=".acquire.cluster"),

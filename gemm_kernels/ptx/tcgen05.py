@@ -137,6 +137,39 @@ tcgen05_mma_cg2 = asm_op(
 tcgen05_mma_cg2.twin = _mma_twin(2)
 
 
+_MMA_LO = ("{{{{\n .reg .pred p;\n .reg .b64 da, db;\n mov.b64 da, {{{{{{a_lo}}, {{desc_hi}}}}}};\n"
+           " mov.b64 db, {{{{{{b_lo}}, {{desc_hi}}}}}};\n setp.ne.b32 p, {{accumulate}}, 0;\n"
+           " tcgen05.mma.cta_group::{group}.kind::f16 [{{d_tmem}}], da, db, {{idesc}}, p;\n}}}}")
+
+
+def _mma_lo_twin(group):
+    full = _mma_twin(group)
+
+    def mma(d_tmem, a_lo, b_lo, desc_hi, idesc, accumulate):
+        hi = int(desc_hi) << 32
+        full(d_tmem, np.uint64(hi | int(a_lo) & 0xFFFFFFFF), np.uint64(hi | int(b_lo) & 0xFFFFFFFF), idesc, accumulate)
+
+    return mma
+
+
+tcgen05_mma_lo = asm_op(
+    "tcgen05_mma_lo", _MMA_LO.format(group=1),
+    operands=(("d_tmem", u32), ("a_lo", u32), ("b_lo", u32), ("desc_hi", u32), ("idesc", u32),
+              ("accumulate", u32)),
+    doc="tcgen05_mma with the two matrix descriptors given as 32-bit low words and one shared high word "
+        "``desc_hi`` (``mov.b64 {lo, hi}`` in PTX): when the high word (stride, swizzle) is a constant, the "
+        "loop around the MMAs does only 32-bit adds on the low words (start addresses).")
+tcgen05_mma_lo.twin = _mma_lo_twin(1)
+
+tcgen05_mma_cg2_lo = asm_op(
+    "tcgen05_mma_cg2_lo", _MMA_LO.format(group=2),
+    operands=(("d_tmem", u32), ("a_lo", u32), ("b_lo", u32), ("desc_hi", u32), ("idesc", u32),
+              ("accumulate", u32)),
+    doc="The CTA-pair MMA (tcgen05_mma_cg2) with descriptors given as low words and a shared high word, "
+        "as tcgen05_mma_lo.")
+tcgen05_mma_cg2_lo.twin = _mma_lo_twin(2)
+
+
 def _commit(bar, mask, group):
     t = _thread()
     t.launch.use_cta_group(group, "tcgen05.commit", t)

@@ -1,16 +1,19 @@
 """Which GPU, if any, is here: a quiet probe through the CUDA driver API.
 
-``gpu_info()`` asks ``cuda.bindings.driver`` directly (cuInit, cuDeviceGet, attributes) rather than
-``numba.cuda.is_available()``, which prints warnings and initialises numba's own driver state. Any
-failure (no driver library, no device, a driver too old) means "no usable GPU": it returns None and
-never raises. ``require_blackwell()`` turns that into a clear error for ``backend="blackwell"``.
+``probe_gpu()`` asks ``cuda.bindings.driver`` directly (cuInit, cuDeviceGet, attributes) rather than
+``numba.cuda.is_available()``, which prints warnings and initialises numba's own driver state. It
+tells "no GPU" (no driver library, or the driver says there is no device: None) from "a driver is
+here but fails" (any other driver error: :class:`GpuProbeError` with the driver's own error name and
+text), so that a broken driver on a B200 is reported, not mistaken for a machine without a GPU.
+``gpu_info()`` is the quiet form (None for both, never raises); ``require_blackwell()`` turns its
+answer into a clear error for ``backend="blackwell"``.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 
-__all__ = ["GpuInfo", "gpu_info", "require_gpu", "require_blackwell", "describe"]
+__all__ = ["GpuInfo", "GpuProbeError", "gpu_info", "probe_gpu", "require_gpu", "require_blackwell", "describe"]
 
 
 @dataclass(frozen=True)
@@ -40,33 +43,61 @@ class GpuInfo:
                 f"{self.total_memory / 2**30:.0f} GiB)")
 
 
-def _check(result):
-    """cuda.bindings returns (err, *values); raise on a non-success code."""
-    err, *values = result
-    if int(err) != 0:
-        raise RuntimeError(f"CUDA driver error {err!r}")
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
+class GpuProbeError(RuntimeError):
+    """A CUDA driver is installed but fails: the message holds the driver's error name and text."""
+
+
+#: driver answers that mean "this machine has no usable GPU", not "the driver is broken"
+_NO_GPU = ("CUDA_ERROR_NO_DEVICE",)
+
+
+def _driver_error(drv, err, call):
+    name = getattr(err, "name", str(err))
+    try:
+        res, text = drv.cuGetErrorString(err)
+        text = bytes(text).decode(errors="replace") if int(res) == 0 and text else ""
+    except Exception:  # noqa: BLE001 - the error text is a courtesy
+        text = ""
+    return GpuProbeError(f"{call} failed: {name}" + (f" ({text})" if text else ""))
+
+
+class _NoDriver(Exception):
+    """Internal: the driver says there is no GPU here."""
 
 
 @functools.lru_cache(maxsize=None)
-def gpu_info(device: int = 0) -> GpuInfo | None:
-    """Description of CUDA device ``device``, or None when no CUDA driver/GPU is usable. Never raises."""
+def probe_gpu(device: int = 0) -> GpuInfo | None:
+    """Description of CUDA device ``device``; None when this machine has no GPU (no driver library,
+    no device); GpuProbeError when the driver is there but a call fails."""
     try:
         from cuda.bindings import driver as drv
+    except ImportError:
+        return None
 
-        _check(drv.cuInit(0))
-        count = _check(drv.cuDeviceGetCount())
+    def call(name, *args):
+        try:
+            err, *values = getattr(drv, name)(*args)
+        except RuntimeError as e:  # cuda.pathfinder: libcuda is not installed at all
+            if "NotFound" in type(e).__name__:
+                raise _NoDriver from e
+            raise GpuProbeError(f"{name} raised {type(e).__name__}: {e}") from e
+        if int(err) != 0:
+            if getattr(err, "name", "") in _NO_GPU:
+                raise _NoDriver
+            raise _driver_error(drv, err, name)
+        return values[0] if len(values) == 1 else tuple(values)
+
+    try:
+        call("cuInit", 0)
+        count = call("cuDeviceGetCount")
         if not count or device >= count:
             return None
-        dev = _check(drv.cuDeviceGet(device))
-        raw = _check(drv.cuDeviceGetName(128, dev))
-        name = bytes(raw).split(b"\x00", 1)[0].decode(errors="replace")
+        dev = call("cuDeviceGet", device)
+        name = bytes(call("cuDeviceGetName", 128, dev)).split(b"\x00", 1)[0].decode(errors="replace")
         A = drv.CUdevice_attribute
 
         def attr(a):
-            return int(_check(drv.cuDeviceGetAttribute(a, dev)))
+            return int(call("cuDeviceGetAttribute", a, dev))
 
         return GpuInfo(
             index=device,
@@ -75,10 +106,20 @@ def gpu_info(device: int = 0) -> GpuInfo | None:
                                 attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)),
             sm_count=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
             max_shared_per_block_optin=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
-            total_memory=int(_check(drv.cuDeviceTotalMem(dev))),
-            driver_version=int(_check(drv.cuDriverGetVersion())),
+            total_memory=int(call("cuDeviceTotalMem", dev)),
+            driver_version=int(call("cuDriverGetVersion")),
         )
-    except Exception:  # no libcuda, no device, driver too old, ... : all mean "no usable GPU"
+    except _NoDriver:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_info(device: int = 0) -> GpuInfo | None:
+    """Description of CUDA device ``device``, or None when no GPU is usable (none here, or a broken
+    driver: ``probe_gpu`` tells which). Never raises."""
+    try:
+        return probe_gpu(device)
+    except GpuProbeError:
         return None
 
 

@@ -20,7 +20,7 @@ recorded by the ``gpu_only_try_wait`` case.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, int32, uint8, uint32, uint64
+from numba import cuda, uint8, uint32, uint64
 
 from gemm_kernels import ptx
 from gemm_kernels.emu.context import thread as _thread

@@ -81,7 +81,6 @@ def main():
     if a.child_hang:
         child_hang()
         return
-    from numba import cuda
 
     from gemm_kernels.instrument import GuardBuffer, TimelineBuffer, decode_timeline, instrument, raise_if_guarded
     from gemm_kernels.runtime import ensure_numpy_compat

@@ -1,0 +1,74 @@
+"""A small Sphinx extension for the book (listed in ``_config.yml``), with two jobs:
+
+* Plotly's JavaScript, as shipped in the ``plotly`` wheel, is copied once into the site's
+  ``_static`` and loaded by every page, so the interactive trace views (``trace_view``) need no
+  CDN and carry no copy of the library each;
+* every executed notebook page offers its ``.ipynb`` in the download menu (sphinx-book-theme does
+  that only when an online launch service is configured, which this offline book has none of);
+* the pages load without a JavaScript error (``tests/test_book.py`` opens one in Chromium): the
+  theme's colour mode gets a valid default, and an inline script that sphinx-thebe adds twice
+  (a ``const`` declared twice is a SyntaxError) is kept once.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+PLOTLY_JS = "plotly.min.js"
+
+
+def plotly_js_path():
+    """The minified plotly.js inside the installed ``plotly`` wheel."""
+    import plotly
+
+    path = Path(plotly.__file__).parent / "package_data" / PLOTLY_JS
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: reinstall plotly (pinned in requirements.txt)")
+    return path
+
+
+def _add_static(app):
+    static = Path(app.doctreedir) / "gk_static"
+    static.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(plotly_js_path(), static / PLOTLY_JS)
+    app.config.html_static_path.append(str(static))
+
+
+def _offer_ipynb(app, pagename, templatename, context, doctree):
+    executed = Path(app.outdir).parent / "jupyter_execute" / (pagename + ".ipynb")
+    if not executed.exists():
+        return
+    target = Path(app.outdir) / "_sources" / (pagename + ".ipynb")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(executed, target)
+    context["ipynb_source"] = pagename + ".ipynb"
+
+
+def _theme_defaults(app, config):
+    # pydata-sphinx-theme's template logs a console error for an empty mode, its default here
+    config.html_context.setdefault("default_mode", "auto")
+
+
+def _scripts_once(app, pagename, templatename, context, doctree):
+    seen, kept = set(), []
+    for script in context.get("script_files", []):
+        # the same file or inline body twice (an inline one's file is None or ""), whatever its
+        # priority, is loaded once
+        key = (str(getattr(script, "filename", script) or ""),
+               tuple(sorted((k, str(v)) for k, v in getattr(script, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(script)
+    context["script_files"] = kept
+
+
+def setup(app):
+    app.connect("config-inited", _theme_defaults)
+    # after myst-nb adds its per-page scripts (priority 500, registered earlier), and before any
+    # handler that returns a template name (html-page-context stops at the first one that does)
+    app.connect("html-page-context", _scripts_once, priority=550)
+    app.connect("builder-inited", _add_static)
+    app.add_js_file(PLOTLY_JS)
+    # before sphinx-book-theme builds its header buttons (priority 501)
+    app.connect("html-page-context", _offer_ipynb, priority=450)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,126 @@
+"""The chip around one SM's share: how many SMs, in which order the tiles run, what L2 and HBM
+give each SM, and how long the whole kernel takes.
+
+* Tile order. A one-tile-per-CTA grid (chapters 4-5) is dispatched in block order (x fastest),
+  ``occupancy`` CTAs per SM at once; a persistent grid (6-9) runs tile t on unit t mod G (G = 148
+  SMs, or 74 pairs for the two-CTA chapters) in the kernel's own grouped order
+  (``pipeline.grouped_tile``), so round r runs tiles rG .. rG + G - 1.
+* L2. A tile-granular LRU cache over panels (a tile row's A panel, a tile column's B panel, all of
+  K): each round touches its panels; a panel not in the cache comes from HBM. That gives the HBM
+  bytes and the fraction of TMA bytes that miss.
+* What one SM's TMA sees: latency = an L2-served load under load + half the die crossing (half the data lives on the
+  other die) + the miss fraction x the extra HBM latency; bandwidth = the least of its own port,
+  its share of the L2's total and its share of HBM divided by the miss fraction.
+* Time: launch overhead + the share's virtual span (persistent), or + the waves of one-tile CTAs
+  (the SM with the most CTAs runs them ``occupancy`` at a time, and never faster than its busiest
+  unit allows)."""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .params import value as P
+
+
+@dataclass(frozen=True)
+class Geometry:
+    tile_m: int  # output tile of one scheduling unit (a CTA, or a CTA pair)
+    tile_n: int
+    ctas_per_unit: int  # 1, or 2 for the pair chapters
+    persistent: bool
+    group: int  # grouped tile order (persistent chapters)
+
+
+def geometry(chapter, config=None):
+    from ..chapters import CHAPTERS
+    from .share import grid_config
+
+    ch = CHAPTERS[chapter]
+    mod = ch._mod()
+    cfg = dict(ch.config, **(config or {}))
+    pair = hasattr(mod, "CLUSTER_M")
+    tm = mod.CLUSTER_M if pair else mod.BLOCK_M
+    tn = mod.CLUSTER_N if pair else mod.BLOCK_N
+    persistent = bool(grid_config(chapter, 148))
+    return Geometry(tm, tn, 2 if pair else 1, persistent, int(cfg.get("group", 1) or 1))
+
+
+def tile_order(geo, m, n):
+    """Tiles (m_idx, n_idx) in the order the schedule starts them."""
+    from ..emu.rebind import emulated
+    from ..pipeline import grouped_tile, scheduler_args
+
+    num_m, num_n = m // geo.tile_m, n // geo.tile_n
+    if geo.persistent:  # the kernel's own scheduler device function, as the emulator runs it
+        tile_of = emulated(grouped_tile)
+        _, _, div_group, div_last = scheduler_args(num_m, num_n, geo.group)
+        return [tuple(int(i) for i in tile_of(t, num_m, num_n, geo.group, div_group, div_last))
+                for t in range(num_m * num_n)]
+    return [(i % num_m, i // num_m) for i in range(num_m * num_n)]
+
+
+def occupancy(shared_bytes, threads, tmem_cols):
+    """Resident CTAs per SM of a one-tile-per-CTA kernel: shared memory (1 KiB reserved per CTA),
+    threads and TMEM columns each limit it."""
+    return max(1, min(int(P("smem_bytes_per_sm") // (shared_bytes + 1024)), int(P("threads_per_sm") // threads),
+                      int(P("tmem_cols_per_sm") // max(tmem_cols, 32))))
+
+
+@dataclass
+class Traffic:
+    l2_read_bytes: int  # TMA load bytes, all SMs
+    hbm_read_bytes: int  # of those, from HBM (L2 misses)
+    d_bytes: int  # result written (to L2, then HBM)
+    rounds: int
+    concurrent: int  # tiles in flight at once
+
+    @property
+    def miss_fraction(self):
+        return self.hbm_read_bytes / self.l2_read_bytes if self.l2_read_bytes else 0.0
+
+
+def l2_traffic(order, geo, k, concurrent, *, capacity=None):
+    """Tile-granular LRU model of the L2 under the schedule: rounds of ``concurrent`` tiles."""
+    capacity = P("l2_bytes") if capacity is None else capacity
+    a_panel, b_panel = geo.tile_m * k * 2, geo.tile_n * k * 2
+    cache = OrderedDict()
+    used = hbm = reads = 0
+    rounds = math.ceil(len(order) / concurrent)
+    for r in range(rounds):
+        tiles = order[r * concurrent:(r + 1) * concurrent]
+        panels = {("A", mi) for mi, _ in tiles} | {("B", ni) for _, ni in tiles}
+        reads += len(tiles) * (a_panel + b_panel)
+        for p in sorted(panels):
+            size = a_panel if p[0] == "A" else b_panel
+            if p in cache:
+                cache.move_to_end(p)
+                continue
+            hbm += size
+            cache[p] = size
+            used += size
+            while used > capacity and len(cache) > 1:
+                _, s = cache.popitem(last=False)
+                used -= s
+    d = len(order) * geo.tile_m * geo.tile_n * 2
+    return Traffic(reads, hbm, d, rounds, concurrent)
+
+
+@dataclass
+class TmaFeed:
+    latency_cycles: float
+    bytes_per_cycle: float
+    limiter: str  # "TMA" (the SM's own port), "L2" or "HBM"
+
+
+def tma_feed(traffic, active_sms):
+    """Latency and bandwidth one SM's TMA sees, from the L2 model and the shared bandwidths."""
+    ghz = P("clock_ghz")
+    miss = traffic.miss_fraction
+    latency = P("tma_l2_latency_cycles") + 0.5 * P("die_crossing_cycles") + miss * P("hbm_extra_latency_cycles")
+    options = {"TMA": P("tma_port_bytes_per_cycle_sm"), "L2": P("l2_bytes_per_cycle_total") / active_sms}
+    hbm_per_read = (traffic.hbm_read_bytes + traffic.d_bytes) / max(traffic.l2_read_bytes, 1)
+    if hbm_per_read > 0:  # HBM serves the misses and the result; spread over the time the loads take
+        options["HBM"] = P("hbm_bytes_per_s") / (ghz * 1e9) / (hbm_per_read * active_sms)
+    limiter = min(options, key=options.get)
+    return TmaFeed(latency, options[limiter], limiter)

@@ -1,0 +1,44 @@
+"""The model's predictions that the book shows, computed once by ``tools/perf_predictions.py`` and
+stored in ``predictions.json`` beside this module (the strict book build stays fast). The file
+carries a fingerprint of everything the numbers depend on (the kernels, the model, the cost
+model); ``tests/test_perf_book.py`` fails when it is stale, and the tool rewrites it."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+PATH = Path(__file__).with_name("predictions.json")
+_PKG = Path(__file__).resolve().parents[1]
+#: the files whose contents decide the model's numbers
+DEPENDS = ("perf/params.py", "perf/chip.py", "perf/model.py", "perf/share.py", "emu/costmodel.py",
+           "pipeline.py", "kernels/*.py")
+#: the book's points: (chapter, depth) at these sizes, plus the calibration set
+BOOK_SIZES = (4096, 8192)
+BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (8, None), (9, None))
+
+
+def fingerprint():
+    h = hashlib.sha256()
+    for pattern in DEPENDS:
+        for f in sorted(_PKG.glob(pattern)):
+            h.update(f.relative_to(_PKG).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def load():
+    with open(PATH) as f:
+        return json.load(f)
+
+
+def lookup(data, chapter, size, depth=None):
+    """The stored row for chapter at size^3 (depth None: the chapter's default)."""
+    from ..chapters import CHAPTERS
+
+    want = depth if depth is not None else CHAPTERS[chapter].config.get("pipe_depth")
+    for r in data["results"]:
+        if r["chapter"] == chapter and r["m"] == size and r["pipe_depth"] == want:
+            return r
+    raise KeyError(f"no stored prediction for chapter {chapter} at {size}^3, depth {depth}: "
+                   f"run tools/perf_predictions.py")

@@ -1,0 +1,60 @@
+"""The stored predictions the book shows are current, the calibration table reproduces, and the
+B200-side helpers (model beside measurements, the measured ladder) work on a measured report."""
+import pytest
+
+from gemm_kernels.perf import book, calibration, predictions
+from gemm_kernels.perf.model import predict
+
+
+def test_stored_predictions_are_current():
+    data = predictions.load()
+    assert data["fingerprint"] == predictions.fingerprint(), (
+        "gemm_kernels/perf/predictions.json is stale (a kernel, the model or the cost model changed): "
+        "run PYTHONPATH=$PWD python tools/perf_predictions.py")
+    assert data["kind"] == "model" and data["label"].startswith("MODEL")
+
+
+def test_the_book_has_every_point_it_shows():
+    data = predictions.load()
+    for c, d in predictions.BOOK_RUNGS:
+        for s in predictions.BOOK_SIZES:
+            assert predictions.lookup(data, c, s, d)["tflops"] > 0
+    for p in calibration.CALIBRATION:
+        assert predictions.lookup(data, p.chapter, p.size, p.pipe_depth)["kind"] == "model"
+
+
+def test_held_out_figures_are_not_in_the_calibration_set():
+    assert {p.size for p in calibration.CALIBRATION} == {2048, 4096}
+    assert not any((p.chapter, p.size) in book.HELD_OUT for p in calibration.CALIBRATION)
+
+
+def test_a_stored_point_reproduces_live():
+    stored = predictions.lookup(predictions.load(), 7, 2048, 4)
+    assert predict(7, 2048, 2048, 2048, 4).tflops == pytest.approx(stored["tflops"], abs=0.05)
+
+
+@pytest.mark.slow
+def test_calibration_table_reproduces():
+    data = predictions.load()
+    live = calibration.evaluate()
+    for row in live:
+        p = row.point
+        assert row.model_tflops == pytest.approx(predictions.lookup(data, p.chapter, p.size, p.pipe_depth)["tflops"],
+                                                 abs=0.05), p
+    print(calibration.table(live))
+
+
+def test_model_beside_measurements_and_the_measured_ladder(tmp_path):
+    from gemm_kernels.bench import Report, Result
+    from gemm_kernels.perf.bench import beside_measurements
+    from gemm_kernels.perf.ladder import measured_rows, plot_measured_ladder
+
+    rep = Report("measurement", "measured on a (pretend) B200")
+    rep.results = [Result("chapter 7 (depth 4)", 7, 1024, 1024, 1024, tflops=500.0),
+                   Result("chapter 4", 4, 1024, 1024, 1024, tflops=300.0),
+                   Result("cuBLAS (CuPy)", None, 1024, 1024, 1024, tflops=900.0)]
+    text = beside_measurements(rep)
+    assert "MODEL" in text and "chapter 7 (depth 4)" in text and "cuBLAS" not in text
+    assert measured_rows(rep)[0] == {"chapter": 7, "m": 1024, "pipe_depth": 4, "tflops": 500.0}
+    out = plot_measured_ladder(rep, tmp_path / "b200.png")
+    assert out.name == "b200-ladder.png" and out.stat().st_size > 1000

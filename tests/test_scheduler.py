@@ -1,0 +1,60 @@
+"""The persistent tile scheduler without a division (gemm_kernels.pipeline): the host's encoded
+divisors divide exactly, and grouped_tile (run as Python, the code the emulator runs) visits every
+tile once, in the grouped order."""
+import random
+
+import pytest
+
+from gemm_kernels.emu.rebind import emulated
+from gemm_kernels.pipeline import advance, fast_div, fast_divisor, grouped_tile, scheduler_args
+
+
+def test_fast_div_is_exact():
+    rng = random.Random(0)
+    edges = [0, 1, 2, 3, 7, 8, 255, 256, 2 ** 16 - 1, 2 ** 16, 2 ** 30, 2 ** 31 - 2, 2 ** 31 - 1]
+    for d in list(range(1, 600)) + [2 ** k for k in range(31)] + [2 ** k - 1 for k in range(2, 31)] + \
+            [rng.randrange(1, 2 ** 31) for _ in range(300)]:
+        enc = fast_divisor(d)
+        for n in edges + [rng.randrange(0, 2 ** 31) for _ in range(40)] + [d - 1, d, d + 1, 5 * d - 1]:
+            if 0 <= n < 2 ** 31:
+                assert int(fast_div.py_func(n, enc)) == n // d, (n, d)
+
+
+def test_fast_divisor_rejects():
+    for d in (0, -3, 2 ** 31):
+        with pytest.raises(ValueError, match="1 <= d < 2"):
+            fast_divisor(d)
+
+
+def _reference(t, num_m, num_n, group):  # the scheduler as first written, with // and %
+    per_group = group * num_n
+    g = t // per_group
+    first_m = g * group
+    rows = min(num_m - first_m, group)
+    local = t - g * per_group
+    return first_m + local % rows, local // rows
+
+
+@pytest.mark.parametrize("num_m, num_n, group", [(4, 3, 8), (3, 2, 2), (17, 5, 8), (16, 16, 8), (9, 7, 4),
+                                                   (1, 1, 8), (5, 9, 1), (10, 3, 3)])
+def test_grouped_tile_matches_the_division(num_m, num_n, group):
+    args = scheduler_args(num_m, num_n, group)
+    seen = set()
+    for t in range(num_m * num_n):
+        got = tuple(int(x) for x in emulated(grouped_tile)(t, *args[:2], group, *args[2:]))
+        assert got == _reference(t, num_m, num_n, group), t
+        seen.add(got)
+    assert seen == {(m, n) for m in range(num_m) for n in range(num_n)}
+
+
+def test_scheduler_bound_checked_on_the_host():
+    with pytest.raises(ValueError, match="counts in 32 bits"):
+        scheduler_args(2 ** 15, 2 ** 15, 8)
+
+
+def test_advance_wraps_and_flips():
+    pos, seen = (0, 1), []
+    for _ in range(7):
+        seen.append(tuple(int(x) for x in pos))
+        pos = advance.py_func(*pos, 3)
+    assert seen == [(0, 1), (1, 1), (2, 1), (0, 0), (1, 0), (2, 0), (0, 1)]
