@@ -42,12 +42,13 @@ class Exercise:
 EXERCISES = [
     # chapter 1
     Exercise(1, 1, (128, 128, 64), "ok", config={"policy": "random", "seed": 3}),
-    Exercise(1, 2, (128, 128, 64), "ok", replace={"IDESC, k)": "IDESC, 1)"}),
-    Exercise(1, 3, (128, 128, 64), "SharedMemoryHazard",
+    Exercise(1, 2, (128, 128, 64), "UninitializedRead", replace={"IDESC, k)": "IDESC, 1)"}),
+    Exercise(1, 3, (128, 128, 64), "DataRace",
              replace={"    ptx.fence_proxy_async()\n    cuda.syncthreads()\n    tmem = ":
                       "    ptx.fence_proxy_async()\n    tmem = "}),
     # chapter 2
-    Exercise(2, 1, (128, 128, 192), "Deadlock", replace={"        phase ^= 1\n": ""}, config={"policy": "eager"}),
+    Exercise(2, 1, (128, 128, 192), "SharedMemoryHazard", replace={"        phase ^= 1\n": ""},
+             config={"policy": "eager"}),
     Exercise(2, 2, (128, 128, 192), "wrong", replace={"IDESC, kc + k)": "IDESC, k)"}),
     Exercise(2, 3, (128, 128, 192), "SharedMemoryHazard",
              replace={"        ptx.mbarrier_wait(mma_done, phase)\n        phase ^= 1\n":
@@ -56,7 +57,7 @@ EXERCISES = [
     Exercise(3, 1, (256, 256, 128), "ok",
              replace={"cuda.blockIdx.x * BLOCK_M": "cuda.blockIdx.y * BLOCK_M",
                       "cuda.blockIdx.y * BLOCK_N": "cuda.blockIdx.x * BLOCK_N"}),
-    Exercise(3, 101, (256, 128, 128), "IndexError",
+    Exercise(3, 101, (256, 128, 128), "MemoryFault",
              replace={"cuda.blockIdx.x * BLOCK_M": "cuda.blockIdx.y * BLOCK_M",
                       "cuda.blockIdx.y * BLOCK_N": "cuda.blockIdx.x * BLOCK_N"}),
     # chapter 4
@@ -66,7 +67,7 @@ EXERCISES = [
              replace={"    tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)\n"
                       "    ptx.fence_proxy_async()\n":
                       "    tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)\n"}),
-    Exercise(4, 3, (128, 128, 128), "TmemHazard",
+    Exercise(4, 3, (128, 128, 128), "UninitializedRead",
              replace={"    if tid == 0:\n        ptx.tcgen05_commit(acc_ready)\n": "",
                       "ptx.mbarrier_wait(acc_ready, 0)": "ptx.mbarrier_wait(mma_done, (k_tiles - 1) % 2)"},
              config={"policy": "random", "seed": 0}),
@@ -100,7 +101,7 @@ EXERCISES = [
     Exercise(8, 1, (256, 512, 128), "Deadlock",
              replace={"ptx.tcgen05_commit_cg2_multicast(base + MMA2LD + 8 * acc, PAIR)":
                       "ptx.tcgen05_commit_cg2_multicast(base + MMA2LD + 8 * acc, 0b01)"}),
-    Exercise(8, 2, (256, 512, 128), "ok",
+    Exercise(8, 2, (256, 512, 128), "TmemLifecycleError",
              replace={"        ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it\n"
                       "        ptx.cluster_wait()\n": "",
                       "            ptx.tmem_dealloc_cg2(tmem, TMEM_COLS)\n":
