@@ -201,9 +201,23 @@ class Mma(AsyncOp):
         """Does this MMA read any of the shared bytes [lo, hi) of ``cta``?"""
         return any(c is cta and r_lo < hi and lo < r_hi for c, r_lo, r_hi in self.ranges)
 
+    def _account_tmem(self, cta, rows):
+        """Initialisation tracking of the accumulator (in timing mode too): accumulating into cells
+        nothing wrote is an UninitializedRead; afterwards the cells are written."""
+        written = cta.tmem.written[0:rows, self.d_col:self.d_col + self.n]
+        if self.accumulate and not written.all():
+            lane, col = (int(x[0]) for x in np.nonzero(~written))
+            raise UninitializedRead(
+                f"{self.description} at {text(self.site)} accumulates (enable-input-d = 1) into TMEM lane "
+                f"{lane}, column {self.d_col + col} of CTA {cta.rank_text()}, which no earlier MMA or tcgen05.st "
+                f"wrote: fresh TMEM holds garbage, not zeros. The first MMA of an accumulation must "
+                f"overwrite (accumulate = 0).")
+        written[...] = True
+
     def execute(self):
         if self.snapshots is None:  # timing mode: no values, only the bookkeeping
             for cta in self.ctas:
+                self._account_tmem(cta, self.m // len(self.ctas))
                 cta.smem_readers.remove(self)
                 cta.pending_mma_writes.remove(self)
             return
@@ -227,17 +241,9 @@ class Mma(AsyncOp):
         for i, cta in enumerate(self.ctas):
             block = prod[i * rows:(i + 1) * rows]
             cells = cta.tmem.cells[0:rows, self.d_col:self.d_col + self.n]
-            written = cta.tmem.written[0:rows, self.d_col:self.d_col + self.n]
+            self._account_tmem(cta, rows)
             if self.accumulate:
-                if not written.all():
-                    lane, col = (int(x[0]) for x in np.nonzero(~written))
-                    raise UninitializedRead(
-                        f"{self.description} at {text(self.site)} accumulates (enable-input-d = 1) into TMEM lane "
-                        f"{lane}, column {self.d_col + col} of CTA {cta.rank_text()}, which no earlier MMA or tcgen05.st "
-                        f"wrote: fresh TMEM holds garbage, not zeros. The first MMA of an accumulation must "
-                        f"overwrite (accumulate = 0).")
                 block = cells + block
-            written[...] = True
             if self.fmt["d_fmt"] == 0:
                 block = block.astype(np.float16).astype(np.float32)
             cells[...] = block
