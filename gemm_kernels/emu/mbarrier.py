@@ -183,7 +183,10 @@ class MBarrier(Waitable):
         if phase >= 0:
             sp = self.done_sp.get(phase)
             if sp is not None:
-                sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
+                if sp.tc:  # (the name is built only where a tcgen05-fence report may need it)
+                    sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
+                else:
+                    thread.warp.clock.acquire(sp.vc)
         self.meant[key] = meant
         self.waits += 1
         return self.completion_time.get(phase, 0.0)

@@ -73,7 +73,14 @@ class SharedView(np.ndarray):
             if type(key) is int and self.ndim == 1 and 0 <= key < self.shape[0]:  # the common case, fast
                 n = self.itemsize
                 off = self._base + key * n
-                smem.touch(off, off + n, False)
+                t = _current_thread()
+                if t is not None:
+                    clock = t.warp.clock
+                    slot = clock.slot
+                    rw = smem._rw
+                    # (inlined from touch: this warp already read these bytes in this epoch)
+                    if not (rw[off] == slot and rw[off + n - 1] == slot and smem._rep[off] == clock.vcm[slot]):
+                        smem.touch(off, off + n, False, thread=t)
                 return np.ndarray.__getitem__(self, key)
             off = _scalar_key(self, key)
             if off is not None:
@@ -252,13 +259,19 @@ class SharedMemory:
         t = thread or _current_thread()
         if t is None:
             return
-        if sid is None and write:
-            sid = _source.site(1)
-        if lo < SMEM_RESERVED or hi > self.limit:
-            self.check(lo, hi - lo, f"{'st' if write else 'ld'}.shared by {t} at {_text(sid or _source.site(1))}")
         clock = t.warp.clock
         slot = clock.slot
         vcm = clock.vcm
+        if not write:
+            rw = self._rw
+            if rw[lo] == slot and rw[hi - 1] == slot and self._rep[lo] == vcm[slot]:
+                # this warp (another lane, typically) read these bytes in this epoch and its checks passed;
+                # a write by another warp since would have been reported against that read
+                return
+        elif sid is None:
+            sid = _source.site(1)
+        if lo < SMEM_RESERVED or hi > self.limit:
+            self.check(lo, hi - lo, f"{'st' if write else 'ld'}.shared by {t} at {_text(sid or _source.site(1))}")
         ww, wep = self._ww, self._wep
         b = lo
         while True:
@@ -290,8 +303,6 @@ class SharedMemory:
                 t.unfenced.append((lo, hi))
         else:
             rw, rep, rsite = self._rw, self._rep, self._rsite
-            if rw[lo] == slot and rep[lo] == ep and rw[hi - 1] == slot:
-                return  # this warp already read these bytes in this epoch (its other lanes, typically)
             if sid is None:
                 sid = _source.site(1)
             _record(lo, hi, (rw, rep, rsite), (self.r_who, self.r_ep, self.r_site), (slot, ep, sid))
