@@ -420,7 +420,8 @@ def k_acc_reuse(out, bug):
     bug 5: the readers use a tcgen05.ld's registers before tcgen05.wait::ld.
     bug 6: warp 0 frees TMEM right after its own reads of the last tile, before the named barrier
     that orders the other readers' loads before it.
-    bug 7: tile 1's B chunk is never loaded: its MMAs read shared memory nothing wrote."""
+    bug 7: tile 1's B chunk is never loaded: its MMAs read shared memory nothing wrote.
+    bug 8: no fence.mbarrier_init after the inits: the TMA unit may not see the barrier initialised."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -430,7 +431,8 @@ def k_acc_reuse(out, bug):
         ptx.mbarrier_init(full, 1)
         ptx.mbarrier_init(acc_full, 1)
         ptx.mbarrier_init(acc_empty, 4)
-        ptx.fence_mbarrier_init()
+        if bug != 8:
+            ptx.fence_mbarrier_init()
     if warp == 0:
         ptx.tmem_alloc(base + SLOT, 128)
     cuda.syncthreads()
@@ -742,7 +744,8 @@ def k_bounds(out, bug):
     bug 2: a negative index (numpy would wrap it around silently).
     bug 3: an ordinary store over the live mbarrier 'ready'.
     bug 4: an mbarrier arrive on an address in 'data', where no barrier lives.
-    bug 5: a two-word store that runs from 'data' into 'A tile'."""
+    bug 5: a two-word store that runs from 'data' into 'A tile'.
+    bug 6, 7: the global store to out runs past its end, or before its start (a negative index)."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -763,7 +766,12 @@ def k_bounds(out, bug):
     if bug == 5 and tid == 0:
         smem32[(A_BUF - 4) // 4:(A_BUF + 4) // 4] = 7
     cuda.syncthreads()
-    out[tid] = smem32[DATA // 4 + (tid + 1) % 64]
+    j = tid
+    if bug == 6:
+        j = tid + 64  # past the end of out (64 words)
+    elif bug == 7:
+        j = -1 - tid  # before its start
+    out[j] = smem32[DATA // 4 + (tid + 1) % 64]
 
 
 def k_init(out, bug):
@@ -850,6 +858,5 @@ def k_peer(out, bug):
     if bug == 0:
         ptx.cluster_arrive()
         ptx.cluster_wait()
-    elif bug == 2:
-        if rank == 1:  # (so that CTA 1 outlives the arrival)
-            ptx.mbarrier_wait_cluster(mailbox, 0)
+    elif bug == 2 and rank == 1:  # (so that CTA 1 outlives the arrival)
+        ptx.mbarrier_wait_cluster(mailbox, 0)

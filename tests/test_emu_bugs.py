@@ -172,14 +172,14 @@ def test_deadlock_expect_tx_too_many_announced(policy):
     assert time.perf_counter() - t0 < 5.0
 
 
-def test_deadlock_hint_lapped_waiter():
+def test_lapped_waiter_is_a_stale_phase_wait():
     """All 32 lanes of the producer warp wait on 'empty'; only lane 0 produces. Nothing keeps lanes 1-31
-    in step: under the random policy (seed 1) some lanes fall two phases behind lane 0 and wait on a
-    parity that now names the current phase: a hang on a GPU too. The report says which phase the
-    lagging threads mean and that it completed long ago. (Lazy/eager run the lanes in step: no hang.)"""
-    _raises(E.Deadlock, lambda: ring(2, "random", 1, rounds=40, stages=1), "wait on mbarrier empty[0]",
-            "waiting for parity 0 (counting this thread's waits on it phase by phase, this wait means phase 38, "
-            "which completed long ago", "now names the current phase 40")
+    in step: under the random policy (seed 1) some lanes fall two phases behind lane 0, and their next
+    wait's parity names both the phase they mean and a later, already completed one: on a GPU such a
+    wait returns early or hangs, depending on timing. The emulator names the skipped phases at the wait
+    (before the hang that would follow). (Lazy/eager run the lanes in step: no report, right answer.)"""
+    _raises(E.StalePhaseWait, lambda: ring(2, "random", 1, rounds=40, stages=1), "mbarrier empty[0]",
+            "counting its waits on this barrier in order", "had already completed phases up to", "emu_kernels.py:")
     np.testing.assert_array_equal(ring(2, "lazy", 0, rounds=40, stages=1), np.repeat(7 * np.arange(40) + 1, 32))
 
 
@@ -499,8 +499,8 @@ def test_memory_fault_tma_box_not_16_byte_aligned():
 #: every diagnostic class -> the tests above that provoke it
 CATALOGUE = {
     "Deadlock": ["test_deadlock_producer_waits_consumer_parity", "test_deadlock_expect_tx_too_many_announced",
-                 "test_stale_phase_eager_is_a_deadlock", "test_deadlock_hint_lapped_waiter"],
-    "StalePhaseWait": ["test_stale_phase_wait_lazy"],
+                 "test_stale_phase_eager_is_a_deadlock"],
+    "StalePhaseWait": ["test_stale_phase_wait_lazy", "test_lapped_waiter_is_a_stale_phase_wait"],
     "ArrivalMismatch": ["test_arrival_mismatch_whole_warp_arrives_on_count_1", "test_arrival_mismatch_init_count_zero"],
     "ExpectTxMismatch": ["test_expect_tx_too_many_bytes_arrive"],
     "SharedMemoryHazard": ["test_hazard_tma_into_buffer_mma_reads", "test_hazard_mma_reads_buffer_tma_writes",
@@ -523,7 +523,9 @@ CATALOGUE = {
                     "test_memory_fault_store_over_live_barrier", "test_memory_fault_mbarrier_op_where_no_barrier_lives",
                     "test_memory_fault_store_runs_from_one_region_into_the_next", "test_exit_with_tma_store_in_flight",
                     "test_dsmem_store_and_arrival_into_a_cta_that_may_have_exited",
-                    "test_peer_barrier_used_before_its_init_was_published"],
+                    "test_peer_barrier_used_before_its_init_was_published",
+                    "test_memory_fault_global_index_out_of_range",
+                    "test_memory_fault_barrier_used_by_tma_without_fence_mbarrier_init"],
     "UninitializedRead": ["test_uninitialized_shared_read", "test_uninitialized_tmem_accumulate_and_load",
                           "test_uninitialized_mma_operand", "test_tmem_address_read_before_the_allocating_warp_wrote_it"],
     "DataRace": ["test_data_race_between_warps"],
@@ -563,8 +565,21 @@ def peer(bug, policy="lazy", seed=0):
 @pytest.mark.parametrize("policy,seed", ALL)
 def test_memory_fault_out_of_bounds_is_named_not_an_index_error(policy, seed):
     for bug in (1, 2):
-        _raises(E.MemoryFault, lambda: bounds(bug, policy, seed), "shared-memory index", "emu_kernels.py:",
+        _raises(E.MemoryFault, lambda bug=bug: bounds(bug, policy, seed), "shared-memory index", "emu_kernels.py:",
                 f"this launch has {K.SHARED_BYTES} bytes of dynamic shared memory")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_memory_fault_global_index_out_of_range(policy, seed):
+    _raises(E.MemoryFault, lambda: bounds(6, policy, seed), "indexed an array out of range", "emu_kernels.py:",
+            "out of bounds")
+    _raises(E.MemoryFault, lambda: bounds(7, policy, seed), "a negative index", "emu_kernels.py:")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_memory_fault_barrier_used_by_tma_without_fence_mbarrier_init(policy, seed):
+    _raises(E.MemoryFault, lambda: acc_reuse(8, policy, seed), "mbarrier full", "without fence.mbarrier_init",
+            "emu_kernels.py:")
 
 
 @pytest.mark.parametrize("policy,seed", ALL)
@@ -622,7 +637,7 @@ def test_init_fixed(policy, seed):
 @pytest.mark.parametrize("policy,seed", ALL + [("random", s) for s in (3, 4, 5)])
 def test_data_race_between_warps(policy, seed):
     for bug in (1, 2):
-        _raises(E.DataRace, lambda: race(bug, policy, seed), "warp 0 of CTA (0,0,0)", "warp 1 of CTA (0,0,0)",
+        _raises(E.DataRace, lambda bug=bug: race(bug, policy, seed), "warp 0 of CTA (0,0,0)", "warp 1 of CTA (0,0,0)",
                 "(data)", "emu_kernels.py:", "nothing orders them")
 
 

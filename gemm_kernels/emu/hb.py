@@ -127,3 +127,16 @@ class SyncPoint:
 
     def acquire(self, thread, name):
         thread.acquire(self.vc, name, self.tc, self.unfenced)
+
+
+def first_unordered(who, ep, vc, skip=None):
+    """The index of the first shadow record (``who``: a slot or < 0 for none, ``ep``: its epoch) that
+    clock ``vc`` does not know, i.e. an access not ordered before the one checking; None if all are.
+    ``skip``: a slot whose records are never a conflict (the accessor's own)."""
+    bad = (who >= 0) & (ep > vc[np.maximum(who, 0)])
+    if skip is not None:
+        bad &= who != skip
+    if not bad.any():
+        return None
+    i = np.flatnonzero(bad)[0]
+    return int(i) if bad.ndim == 1 else tuple(int(x) for x in np.unravel_index(i, bad.shape))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import costmodel
+from .context import current_thread
 from .errors import (
     DivergentCollective,
     EmulatorError,
@@ -18,7 +19,6 @@ from .hb import TC_READ, TC_WRITE, Clocks, SyncPoint, WarpClock, tc_conflict
 from .mbarrier import MBarrier
 from .memory import OFFSET_MASK, RANK_SHIFT, SharedMemory, Tmem
 from .scheduler import Waitable
-from .context import current_thread
 from .source import here, site, text
 
 
@@ -432,8 +432,14 @@ class CTA:
                     f"fence.mbarrier_init (for the async units and the cluster), then a CTA or cluster barrier "
                     f"that every user of the barrier passes, and only then the first use.")
             if cta is not t.cta:
+                bar.require_fenced(f"{what} by {t} (from another CTA)")
                 cta.remote_access(t, clock.slot, int(clock.epoch), site(1), what)
         return bar
+
+    def fence_mbarrier_init(self, thread):
+        for bar in self.mbarriers.values():
+            if bar.init_by is thread:
+                bar.fenced = True
 
     def init_mbarrier(self, addr, count, thread):
         cta, off = self.resolve(addr, 8, "mbarrier.init")

@@ -32,11 +32,13 @@ class MBarrier(Waitable):
         self.tx = 0
         self.completed = 0  # number of completed phases; the current phase has parity completed & 1
         self.arrived_by = []  # threads that arrived in the current phase (for deadlock reports)
+        self.prev_arrivers = []  # the threads (or issuers of async arrivals) that completed the last phase
         self.phase_time = 0.0  # virtual time of the latest arrival / byte in the current phase
         self.completion_time = {}  # phase index -> virtual time it completed
         self.consumed = {}  # thread key -> last phase index that thread's wait consumed
         self.signalled = {}  # thread key -> phase index current when it last arrived/issued work here
         self.init_by = init_by
+        self.fenced = False  # fence.mbarrier_init by the initialising thread since the init
         self.valid = True
         self.waits = 0  # successful waits so far (over-arrival check)
         self.meant = {}  # thread key -> the phase its last wait meant, counting its waits in order
@@ -46,6 +48,19 @@ class MBarrier(Waitable):
         self.init_slot = init_by.warp.clock.slot  # the init is published to whoever knows this epoch
         self.init_ep = int(init_by.warp.clock.epoch)
         self.expect_sites = []  # (thread, site, nbytes) of this phase's expect_tx announcements
+
+    def require_fenced(self, user):
+        """The asynchronous units and the other CTAs of the cluster see an mbarrier's initialisation
+        only after fence.mbarrier_init (PTX ISA: mbarrier.init is a generic-proxy write)."""
+        if not self.fenced:
+            from .errors import MemoryFault
+            from .source import here
+
+            raise MemoryFault(
+                f"{user} at {here()} uses mbarrier {self.name} of CTA {self.cta.rank_text()}, but {self.init_by} "
+                f"initialised it without fence.mbarrier_init afterwards: the TMA unit, the tensor core and the "
+                f"other CTAs of the cluster may see the barrier's bytes before the init. Execute "
+                f"ptx.fence_mbarrier_init() after the mbarrier.init calls, before the barrier that publishes them.")
 
     # -- state changes -----------------------------------------------------------------------
     def signal_from(self, thread):
@@ -71,8 +86,8 @@ class MBarrier(Waitable):
 
     def _check_over_arrival(self, thread):
         """Arrivals beyond the count: the PTX ISA leaves them undefined. On an H200 a whole warp arriving
-        on a barrier initialised for one arrival failed the launch in 3 of 3 runs (an unspecified
-        launch failure), so the emulator stops at the first sign: two lanes of one warp completing
+        on a barrier initialised for one arrival failed the launch in 3 of 3 runs (CUDA_ERROR_LAUNCH_FAILED,
+        tests/hopper/h200_sanitizer_cases.json), so the emulator stops at the first sign: two lanes of one warp completing
         two phases back to back with no successful wait on this barrier in between."""
         prev = self.last_completer
         if (prev is not None and prev[0] is thread.warp
@@ -107,9 +122,10 @@ class MBarrier(Waitable):
             raise ExpectTxMismatch(
                 f"mbarrier {self.name} (phase {self.completed}): {source} delivered {nbytes} bytes, but this phase's "
                 f"expect_tx announced fewer (announced: {announced}; {nbytes + self.tx} were still expected). "
-                f"The phase completed early, before all the data landed, and the extra bytes count against the "
-                f"next phase (on an H200 a too-small expect_tx hung the kernel in most runs). Announce every "
-                f"byte the copies deliver (or signal each copy on its own stage's barrier).")
+                f"The phase may complete before all the data landed, and the extra bytes count against the next "
+                f"phase; on an H200 (tests/hopper/h200_sanitizer_cases.json) the phase completed early in 2 of 3 "
+                f"runs and never completed in the third, where a wait hangs. Announce every byte the copies "
+                f"deliver (or signal each copy on its own stage's barrier).")
         self._maybe_complete()
 
     def _maybe_complete(self):
@@ -122,6 +138,7 @@ class MBarrier(Waitable):
             self.expect_sites = []
             self.completed += 1
             self.pending = self.expected
+            self.prev_arrivers = list(dict.fromkeys(self.arrived_by))
             self.arrived_by = []
             self.notify()
 
@@ -140,18 +157,37 @@ class MBarrier(Waitable):
         # later phase of this barrier (so it is waiting for its own work, which is not done yet).
         # Re-waiting a consumed phase with nothing new in flight is harmless and not reported.
         if phase >= 0 and last is not None and last >= phase and self.signalled.get(key, -1) > phase:
+            from .source import here
+
             raise StalePhaseWait(
-                f"{thread} waited on mbarrier {self.name} with parity {parity}; the barrier's last "
+                f"{thread} waited on mbarrier {self.name} with parity {parity} at {here()}; the barrier's last "
                 f"completed phase is {phase} (parity {phase & 1}), which this thread had already "
                 f"consumed, so the wait released at once instead of waiting for phase {phase + 1}. "
                 f"Flip the phase bit after every completion you consume (and carry it across "
                 f"persistent tiles instead of resetting it).")
+        # Skipped: counting this thread's waits in order, the phase it waits for is two or more phases
+        # behind the barrier; the parity names that phase too, so the chip may release it there.
+        meant = self._next_meant(key, parity)
+        if phase >= meant + 2:
+            from .source import here
+
+            what = f"phase {meant}" if meant >= 0 else "the state before its first phase"
+            raise StalePhaseWait(
+                f"{thread} waited on mbarrier {self.name} with parity {parity} at {here()}; counting its waits on "
+                f"this barrier in order, this wait is for {what}, but the barrier had already completed "
+                f"phases up to {phase} before the wait. Parity {parity} names {what} as well as phase {phase}, "
+                f"so on the chip this wait may return at {what} or hang, depending on timing; this run was lucky. Wait "
+                f"on every phase in turn, or use a barrier that completes once per use (a one-bit parity can only "
+                f"tell the current phase from the one before it).")
         self.consumed[key] = phase
         if phase >= 0:
             sp = self.done_sp.get(phase)
             if sp is not None:
-                sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
-        self.meant[key] = self._next_meant(key, parity)
+                if sp.tc:  # (the name is built only where a tcgen05-fence report may need it)
+                    sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
+                else:
+                    thread.warp.clock.acquire(sp.vc)
+        self.meant[key] = meant
         self.waits += 1
         return self.completion_time.get(phase, 0.0)
 

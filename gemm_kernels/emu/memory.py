@@ -17,6 +17,7 @@ import numpy as np
 from . import source as _source
 from .context import current_thread as _current_thread
 from .errors import MemoryFault, MissingProxyFence, TmemLifecycleError
+from .hb import first_unordered
 
 #: B200 per-block opt-in shared memory (PTX facts sheet, CUTLASS sm100_smem_capacity_bytes).
 SMEM_CAPACITY = 232448
@@ -72,7 +73,14 @@ class SharedView(np.ndarray):
             if type(key) is int and self.ndim == 1 and 0 <= key < self.shape[0]:  # the common case, fast
                 n = self.itemsize
                 off = self._base + key * n
-                smem.touch(off, off + n, False)
+                t = _current_thread()
+                if t is not None:
+                    clock = t.warp.clock
+                    slot = clock.slot
+                    rw = smem._rw
+                    # (inlined from touch: this warp already read these bytes in this epoch)
+                    if not (rw[off] == slot and rw[off + n - 1] == slot and smem._rep[off] == clock.vcm[slot]):
+                        smem.touch(off, off + n, False, thread=t)
                 return np.ndarray.__getitem__(self, key)
             off = _scalar_key(self, key)
             if off is not None:
@@ -251,13 +259,19 @@ class SharedMemory:
         t = thread or _current_thread()
         if t is None:
             return
-        if sid is None and write:
-            sid = _source.site(1)
-        if lo < SMEM_RESERVED or hi > self.limit:
-            self.check(lo, hi - lo, f"{'st' if write else 'ld'}.shared by {t} at {_text(sid or _source.site(1))}")
         clock = t.warp.clock
         slot = clock.slot
         vcm = clock.vcm
+        if not write:
+            rw = self._rw
+            if rw[lo] == slot and rw[hi - 1] == slot and self._rep[lo] == vcm[slot]:
+                # this warp (another lane, typically) read these bytes in this epoch and its checks passed;
+                # a write by another warp since would have been reported against that read
+                return
+        elif sid is None:
+            sid = _source.site(1)
+        if lo < SMEM_RESERVED or hi > self.limit:
+            self.check(lo, hi - lo, f"{'st' if write else 'ld'}.shared by {t} at {_text(sid or _source.site(1))}")
         ww, wep = self._ww, self._wep
         b = lo
         while True:
@@ -283,35 +297,15 @@ class SharedMemory:
         if write:
             if hi - lo > 1 and self.rid[lo] != self.rid[hi - 1]:
                 self.crossing_fault(lo, hi, f"an ordinary store by {t} at {_text(sid)}")
-            if hi - lo <= 4:
-                wsite, dirty, mark = self._wsite, self._dirty, t.tid + 1
-                for i in range(lo, hi):
-                    ww[i] = slot
-                    wep[i] = ep
-                    wsite[i] = sid
-                    dirty[i] = mark
-            else:
-                self.w_who[lo:hi] = slot
-                self.w_ep[lo:hi] = ep
-                self.w_site[lo:hi] = sid
-                self.dirty[lo:hi] = t.tid + 1
+            _record(lo, hi, (ww, wep, self._wsite, self._dirty), (self.w_who, self.w_ep, self.w_site, self.dirty),
+                    (slot, ep, sid, t.tid + 1))
             if self.cta is t.cta:
                 t.unfenced.append((lo, hi))
         else:
             rw, rep, rsite = self._rw, self._rep, self._rsite
-            if rw[lo] == slot and rep[lo] == ep and rw[hi - 1] == slot:
-                return  # this warp already read these bytes in this epoch (its other lanes, typically)
             if sid is None:
                 sid = _source.site(1)
-            if hi - lo <= 4:
-                for i in range(lo, hi):
-                    rw[i] = slot
-                    rep[i] = ep
-                    rsite[i] = sid
-            else:
-                self.r_who[lo:hi] = slot
-                self.r_ep[lo:hi] = ep
-                self.r_site[lo:hi] = sid
+            _record(lo, hi, (rw, rep, rsite), (self.r_who, self.r_ep, self.r_site), (slot, ep, sid))
         if t.cta is not self.cta:
             self.cta.remote_access(t, slot, ep, sid, f"ordinary {'store' if write else 'load'} (DSMEM)")
 
@@ -323,19 +317,16 @@ class SharedMemory:
             self.barrier_fault(int(addrs[np.flatnonzero(ww == BARRIER)[0]]), what, issuer, sid)
         if not write and (ww == NEVER).any():
             self.uninit_fault(int(addrs[np.flatnonzero(ww == NEVER)[0]]), f"{what} (issued at {_text(sid)})")
-        known = vc[np.maximum(ww, 0)]
-        bad = (ww >= 0) & (ww != slot) & (self.w_ep[addrs] > known)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
+        i = first_unordered(ww, self.w_ep[addrs], vc, skip=slot)
+        if i is not None:
             b = int(addrs[i])
             self.race(b, write, slot, sid, int(ww[i]), int(self.w_ep[b]), int(self.w_site[b]), True, what)
         ep = vc[slot]
         if write:
             for who, eps, sites in ((self.r_who, self.r_ep, self.r_site), (self.ar_who, self.ar_ep, self.ar_site)):
                 rr = who[addrs]
-                bad = (rr >= 0) & (rr != slot) & (eps[addrs] > vc[np.maximum(rr, 0)])
-                if bad.any():
-                    i = int(np.flatnonzero(bad)[0])
+                i = first_unordered(rr, eps[addrs], vc, skip=slot)
+                if i is not None:
                     b = int(addrs[i])
                     self.race(b, True, slot, sid, int(rr[i]), int(eps[b]), int(sites[b]), False, what)
             rid = self.rid[addrs]
@@ -424,6 +415,18 @@ class SharedMemory:
                 f"fence.proxy.async.shared::cta before the CTA barrier. Add the fence after the stores.")
 
 
+def _record(lo, hi, views, arrays, values):
+    """Set bytes [lo, hi) of each shadow array to its value: through memoryviews for an element (a
+    numpy slice costs more for so few bytes), through numpy for longer stores."""
+    if hi - lo <= 4:
+        for mv, v in zip(views, values):
+            for i in range(lo, hi):
+                mv[i] = v
+    else:
+        for arr, v in zip(arrays, values):
+            arr[lo:hi] = v
+
+
 def _text(sid):
     return _source.text(sid)
 
@@ -496,12 +499,25 @@ class GlobalView(np.ndarray):
     emulator's timelines as they do on the chip."""
 
     def __getitem__(self, key):
+        _no_negative(self, key)
         _charge(self, key, load=True)
         return np.ndarray.__getitem__(self, key)
 
     def __setitem__(self, key, value):
+        _no_negative(self, key)
         _charge(self, key, load=False)
         np.ndarray.__setitem__(self, key, value)
+
+
+def _no_negative(arr, key):
+    """numpy wraps a negative index around to the end; on the chip it addresses memory before the
+    array. (An index past the end raises IndexError, which the scheduler turns into a MemoryFault.)"""
+    idx = key if isinstance(key, tuple) else (key,)
+    for i in idx:
+        if isinstance(i, (int, np.integer)) and i < 0:
+            raise MemoryFault(f"{_current_thread()} indexed a global array of shape {arr.shape} with {key!r} at "
+                              f"{_text(_source.site(2))}: a negative index addresses memory before the array on "
+                              f"the chip (numpy would wrap it around).")
 
 
 def _charge(arr, key, load):

@@ -61,6 +61,22 @@ class AsyncOp:
         raise NotImplementedError
 
 
+def _out_of_bounds(thread, exc):
+    """The MemoryFault for a numpy IndexError raised by kernel code (a global or local array indexed
+    out of range), naming the innermost kernel line of the traceback."""
+    import traceback
+
+    from . import source
+    from .errors import MemoryFault
+
+    where = "the kernel"
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        if not source._is_internal(frame.f_code):
+            where = source.text(source.intern(frame.f_code, line))
+    return MemoryFault(f"{thread} indexed an array out of range at {where}: {exc}. On the chip the access lands "
+                       f"outside the array (an illegal-address fault, or another buffer's data).")
+
+
 class Scheduler:
     def __init__(self, policy="lazy", seed=0):
         if policy not in POLICIES:
@@ -80,6 +96,10 @@ class Scheduler:
         def body():
             try:
                 fn()
+            except IndexError as exc:  # an array index out of range in kernel code: a fault, with its line
+                thread.exited = True
+                self.live -= 1
+                raise _out_of_bounds(thread, exc) from None
             except BaseException:
                 thread.exited = True
                 self.live -= 1

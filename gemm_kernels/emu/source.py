@@ -27,20 +27,25 @@ def _is_internal(code):
     return v
 
 
+def intern(code, line):
+    """The site id of ``line`` of ``code``."""
+    key = (code, line)
+    sid = _site_ids.get(key)
+    if sid is None:
+        path = code.co_filename
+        rel = os.path.relpath(path, _ROOT) if path.startswith(_ROOT) else os.path.basename(path)
+        sid = _site_ids[key] = len(_site_text)
+        _site_text.append(f"{rel}:{line} ({code.co_name})")
+    return sid
+
+
 def site(depth=1):
     """The interned site of the kernel line that (directly or through twins) called the caller."""
     f = sys._getframe(depth + 1)
     while f is not None:
         code = f.f_code
         if not _is_internal(code):
-            key = (code, f.f_lineno)
-            sid = _site_ids.get(key)
-            if sid is None:
-                path = code.co_filename
-                rel = os.path.relpath(path, _ROOT) if path.startswith(_ROOT) else os.path.basename(path)
-                sid = _site_ids[key] = len(_site_text)
-                _site_text.append(f"{rel}:{f.f_lineno} ({code.co_name})")
-            return sid
+            return intern(code, f.f_lineno)
         f = f.f_back
     return 0
 

@@ -17,11 +17,11 @@ from .errors import (
     TmemHazard,
     UninitializedRead,
 )
-from .hb import MMA, TC_WRITE
+from .hb import MMA, TC_WRITE, first_unordered
 from .scheduler import AsyncOp
 from .source import site, text
-from .tmem_rules import check_allocated
 from .tma import swizzle_offsets
+from .tmem_rules import check_allocated
 
 _SWIZZLE_CODES = {0: "none", 2: "128B", 4: "64B", 6: "32B"}
 _ROW_BYTES = {"128B": 128, "64B": 64, "32B": 32}
@@ -183,9 +183,9 @@ class Mma(AsyncOp):
         tm = cta.tmem
         cols = slice(self.d_col, self.d_col + self.n)
         who = tm.ld_who[:, cols]
-        bad = (who >= 0) & (tm.ld_ep[:, cols] > self.vc[np.maximum(who, 0)])
-        if bad.any():
-            q, c = (int(x[0]) for x in np.nonzero(bad))
+        hit = first_unordered(who, tm.ld_ep[:, cols], self.vc)
+        if hit is not None:
+            q, c = hit
             col = self.d_col + c
             raise TmemHazard(
                 f"{thread} issued an MMA at {text(self.site)} into TMEM columns {self.d_col}..{self.d_col + self.n - 1} "
@@ -201,10 +201,23 @@ class Mma(AsyncOp):
         """Does this MMA read any of the shared bytes [lo, hi) of ``cta``?"""
         return any(c is cta and r_lo < hi and lo < r_hi for c, r_lo, r_hi in self.ranges)
 
+    def _account_tmem(self, cta, rows):
+        """Initialisation tracking of the accumulator (in timing mode too): accumulating into cells
+        nothing wrote is an UninitializedRead; afterwards the cells are written."""
+        written = cta.tmem.written[0:rows, self.d_col:self.d_col + self.n]
+        if self.accumulate and not written.all():
+            lane, col = (int(x[0]) for x in np.nonzero(~written))
+            raise UninitializedRead(
+                f"{self.description} at {text(self.site)} accumulates (enable-input-d = 1) into TMEM lane "
+                f"{lane}, column {self.d_col + col} of CTA {cta.rank_text()}, which no earlier MMA or tcgen05.st "
+                f"wrote: fresh TMEM holds garbage, not zeros. The first MMA of an accumulation must "
+                f"overwrite (accumulate = 0).")
+        written[...] = True
+
     def execute(self):
         if self.snapshots is None:  # timing mode: no values, only the bookkeeping
             for cta in self.ctas:
-                cta.tmem.written[0:self.m // len(self.ctas), self.d_col:self.d_col + self.n] = True
+                self._account_tmem(cta, self.m // len(self.ctas))
                 cta.smem_readers.remove(self)
                 cta.pending_mma_writes.remove(self)
             return
@@ -228,17 +241,9 @@ class Mma(AsyncOp):
         for i, cta in enumerate(self.ctas):
             block = prod[i * rows:(i + 1) * rows]
             cells = cta.tmem.cells[0:rows, self.d_col:self.d_col + self.n]
-            written = cta.tmem.written[0:rows, self.d_col:self.d_col + self.n]
+            self._account_tmem(cta, rows)
             if self.accumulate:
-                if not written.all():
-                    lane, col = (int(x[0]) for x in np.nonzero(~written))
-                    raise UninitializedRead(
-                        f"{self.description} at {text(self.site)} accumulates (enable-input-d = 1) into TMEM lane "
-                        f"{lane}, column {self.d_col + col} of CTA {cta.rank_text()}, which no earlier MMA or tcgen05.st "
-                        f"wrote: fresh TMEM holds garbage, not zeros. The first MMA of an accumulation must "
-                        f"overwrite (accumulate = 0).")
                 block = cells + block
-            written[...] = True
             if self.fmt["d_fmt"] == 0:
                 block = block.astype(np.float16).astype(np.float32)
             cells[...] = block
@@ -252,6 +257,8 @@ class Commit(AsyncOp):
     def __init__(self, thread, bars, after):
         names = ", ".join(b.name for b in bars)
         super().__init__(thread, f"tcgen05.commit -> {names} (after {len(after)} MMA(s) of {thread})")
+        for bar in bars:
+            bar.require_fenced(f"the tcgen05.commit issued by {thread}")
         self.bars = bars
         self.after = after
         self.at = max([thread.clock] + [m.end for m in after])

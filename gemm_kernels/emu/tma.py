@@ -108,6 +108,7 @@ class TmaLoad(AsyncOp):
                                  f"{dst_cta.smem.name_of(dst_off)} signalling {bar.name} (issued by {thread})")
         self.tmap, self.cta, self.off, self.c0, self.c1, self.bar = tmap, dst_cta, dst_off, c0, c1, bar
         tmap.check_box_start(c0, c1, f"TMA load issued by {thread}")
+        bar.require_fenced(f"the TMA load issued by {thread}")
         self.addrs = tmap.smem_addresses(dst_off)
         self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + 1
         dst_cta.smem.check(self.lo, self.hi - self.lo, "TMA load destination")

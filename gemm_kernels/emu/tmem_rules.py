@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import MemoryFault, TmemHazard, TmemLifecycleError, UninitializedRead
+from .hb import first_unordered
 from .source import text
 
 
@@ -87,10 +88,8 @@ def check_ld(warp, cta, lane0, col0, ncols, sid):
             f"fresh TMEM holds garbage. Did the MMAs write these columns (and the first one overwrite)?")
     tm = cta.tmem
     who = tm.mma_who[cols]
-    vc = warp.clock.vc
-    bad = (who >= 0) & (tm.mma_ep[cols] > vc[np.maximum(who, 0)])
-    if bad.any():
-        c = int(np.flatnonzero(bad)[0])
+    c = first_unordered(who, tm.mma_ep[cols], warp.clock.vc)
+    if c is not None:
         raise TmemHazard(
             f"{warp} executed tcgen05.ld of TMEM columns {col0}..{col0 + ncols - 1} at {text(sid)}, but the MMA that "
             f"writes column {col0 + c} (issued at {text(int(tm.mma_site[col0 + c]))} by "
@@ -102,8 +101,13 @@ def check_ld(warp, cta, lane0, col0, ncols, sid):
     tm.ld_site[q, cols] = sid
 
 
-def check_dealloc(warp, cta, col, ncols, sid):
-    """At a tcgen05.dealloc (once per warp): nothing may still use the columns."""
+def check_dealloc(warp, cta, col, ncols, sid, pair=False):
+    """At a tcgen05.dealloc (once per warp): nothing may still use the columns. With ``pair``
+    (cta_group::2) the allocation belongs to the CTA pair: the peer CTA's accesses to its half must be
+    ordered before it too (a cluster barrier before the dealloc does that)."""
+    if pair:
+        peer = cta.cluster.ctas[cta.rank ^ 1]
+        _check_dealloc_order(warp, peer, col, ncols, sid)
     for w in cta.warps:
         for ld in w.outstanding_ld:
             if ld.col0 < col + ncols and col < ld.col1:
@@ -111,18 +115,22 @@ def check_dealloc(warp, cta, col, ncols, sid):
                     f"{warp} freed TMEM columns {col}..{col + ncols - 1} of CTA {cta.rank_text()} at {text(sid)} while "
                     f"{w}'s tcgen05.ld of columns {ld.col0}..{ld.col1 - 1} (at {text(ld.site)}) is outstanding "
                     f"(no tcgen05.wait::ld yet).")
+    _check_dealloc_order(warp, cta, col, ncols, sid)
+    for u in range(col // 32, (col + ncols) // 32):
+        cta.tmem.freed_by[u] = (warp, sid)
+
+
+def _check_dealloc_order(warp, cta, col, ncols, sid):
+    """Every MMA and tcgen05.ld of the columns in ``cta``'s TMEM is ordered before this dealloc."""
     tm = cta.tmem
     cols = slice(col, col + ncols)
     vc = warp.clock.vc
-    for u in range(col // 32, (col + ncols) // 32):
-        tm.freed_by[u] = (warp, sid)
     checks = [(tm.mma_who[cols], tm.mma_ep[cols], tm.mma_site[cols], "the MMA")]
     for q in range(4):
         checks.append((tm.ld_who[q, cols], tm.ld_ep[q, cols], tm.ld_site[q, cols], "the tcgen05.ld"))
     for who, ep, site, what in checks:
-        bad = (who >= 0) & (ep > vc[np.maximum(who, 0)])
-        if bad.any():
-            c = int(np.flatnonzero(bad)[0])
+        c = first_unordered(who, ep, vc)
+        if c is not None:
             raise TmemLifecycleError(
                 f"{warp} freed TMEM columns {col}..{col + ncols - 1} of CTA {cta.rank_text()} at {text(sid)}, but "
                 f"{what} of column {col + c} by {cta.cluster.slot_text(int(who[c]))} at {text(int(site[c]))} is not "

@@ -29,7 +29,9 @@ fence_mbarrier_init = asm_op(
 
 @twin(fence_mbarrier_init)
 def _fence_mbarrier_init():
-    _thread().advance()
+    t = _thread()
+    t.cta.fence_mbarrier_init(t)
+    t.advance()
 
 
 def _arrive(t, bar_addr, nbytes, what):

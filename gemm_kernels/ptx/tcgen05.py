@@ -73,7 +73,7 @@ def _alloc_ops(group):
                         f"{t.warp} freed TMEM columns {col}..{col + ncols - 1} of CTA {t.cta.rank_text()} while "
                         f"{mma.description} still writes them. Wait for the last commit (and, for a CTA pair, a "
                         f"cluster barrier) before tcgen05.dealloc.")
-            tmem_rules.check_dealloc(t.warp, t.cta, col, int(ncols), sid)
+            tmem_rules.check_dealloc(t.warp, t.cta, col, int(ncols), sid, pair=group == 2)
             t.cta.tmem.free(col, int(ncols), t.warp)
 
         t.warp.collective(t, f"tcgen05.dealloc.cta_group::{group}", (int(taddr), int(ncols)), action=action)
