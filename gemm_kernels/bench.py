@@ -227,7 +227,7 @@ def capture_launch(chapter, a, b, **config):
     def gpu_maps(specs):
         addrs, kept = real_maps(specs)
         keep.append(kept)
-        keep.extend(arr for _, arr, _, _ in specs)
+        keep.extend(spec[1] for spec in specs)  # (name, array, rows, cols[, swizzle])
         return addrs, kept
 
     host.run_on_gpu, tensor_maps.gpu_maps = run_on_gpu, gpu_maps

@@ -11,8 +11,9 @@ on a page is produced from the package itself, never pasted.
 * ``variant(chapter, replace)``: the chapter's kernel (or, from step 5, its kernel factory) with a
   few lines edited (for "Break it" exercises), run on the emulator through the chapter's own host
   entry.
-* ``trace_of``, ``lane_busy``, ``tma_bytes``, ``model_time``, ``mark_stages``: numbers and shading
-  beside the timelines, on the emulator's virtual clock (a model, not a measurement).
+* ``trace_of``, ``lane_busy``, ``busy_intervals``, ``overlap``, ``tma_bytes``, ``model_time``,
+  ``mark_stages``: numbers and shading beside the timelines, and the facts the hidden cells assert
+  about them, on the emulator's virtual clock (a model, not a measurement).
 """
 from __future__ import annotations
 
@@ -320,18 +321,36 @@ def variant(chapter, replace):
 def lane_busy(trace, lane, op, cta=0):
     """Total time (ns) during which ``lane`` of CTA ``cta`` has at least one ``op`` event running
     (overlapping events counted once)."""
+    return sum(end - start for start, end in busy_intervals(trace, lane, op, cta))
+
+
+def busy_intervals(trace, lane, op, cta=0):
+    """The merged [start, end] intervals during which ``lane`` of CTA ``cta`` runs an ``op`` event
+    (lane names as the timelines show them, e.g. "TMA", "tensor core", "warp 0")."""
+    from .timeline import lane_name
+
     spans = sorted((e.start, e.end) for e in trace.events
-                   if e.cta == cta and re.sub(r"^CTA \d+ ", "", e.lane) == lane and e.op == op)
-    total, cur_s, cur_e = 0.0, None, None
+                   if e.cta == cta and lane_name(re.sub(r"^CTA \d+ ", "", e.lane)) == lane and e.op == op)
+    merged = []
     for st, en in spans:
-        if cur_e is None or st > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = st, en
+        if merged and st <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], en)
         else:
-            cur_e = max(cur_e, en)
-    if cur_e is not None:
-        total += cur_e - cur_s
+            merged.append([st, en])
+    return merged
+
+
+def overlap(trace, first, second, cta=0):
+    """Time (ns) during which both ``first`` and ``second`` run, each a (lane, op) pair: e.g. how
+    long the TMA engine loads while the tensor core computes."""
+    a, b = busy_intervals(trace, *first, cta=cta), busy_intervals(trace, *second, cta=cta)
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        total += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
     return total
 
 

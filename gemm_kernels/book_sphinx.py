@@ -45,14 +45,17 @@ def _offer_ipynb(app, pagename, templatename, context, doctree):
 
 
 def _theme_defaults(app, config):
-    # pydata-sphinx-theme logs a console error for an empty mode, its default here
-    config.html_theme_options.setdefault("default_mode", "auto")
+    # pydata-sphinx-theme's template logs a console error for an empty mode, its default here
+    config.html_context.setdefault("default_mode", "auto")
 
 
 def _scripts_once(app, pagename, templatename, context, doctree):
     seen, kept = set(), []
     for script in context.get("script_files", []):
-        key = (str(script), tuple(sorted((k, str(v)) for k, v in getattr(script, "attributes", {}).items())))
+        # the same file or inline body twice (an inline one's file is None or ""), whatever its
+        # priority, is loaded once
+        key = (str(getattr(script, "filename", script) or ""),
+               tuple(sorted((k, str(v)) for k, v in getattr(script, "attributes", {}).items())))
         if key not in seen:
             seen.add(key)
             kept.append(script)
@@ -61,7 +64,9 @@ def _scripts_once(app, pagename, templatename, context, doctree):
 
 def setup(app):
     app.connect("config-inited", _theme_defaults)
-    app.connect("html-page-context", _scripts_once, priority=900)
+    # after myst-nb adds its per-page scripts (priority 500, registered earlier), and before any
+    # handler that returns a template name (html-page-context stops at the first one that does)
+    app.connect("html-page-context", _scripts_once, priority=550)
     app.connect("builder-inited", _add_static)
     app.add_js_file(PLOTLY_JS)
     # before sphinx-book-theme builds its header buttons (priority 501)

@@ -64,11 +64,12 @@ def grouped_tile(t, num_m, num_n, group, div_group, div_last):
     ``group`` is a compile-time constant, so dividing by it is a shift or a multiply."""
     t, group = uint32(t), uint32(group)
     g = fast_div(t, div_group)  # t // (group * num_n)
-    first_m = g * group
-    rows = min(uint32(num_m) - first_m, group)
-    local = t - g * group * uint32(num_n)
+    # (every intermediate is cast back to uint32: Numba computes uint32 arithmetic in 64 bits)
+    first_m = uint32(g * group)
+    rows = min(uint32(uint32(num_m) - first_m), group)
+    local = uint32(t - uint32(first_m * uint32(num_n)))
     if rows == group:
-        n_idx = local // group
+        n_idx = uint32(local // group)
     else:  # the last group of tile-rows has fewer rows
         n_idx = fast_div(local, div_last)
-    return uint32(first_m + local - n_idx * rows), uint32(n_idx)
+    return uint32(first_m + uint32(local - uint32(n_idx * rows))), n_idx

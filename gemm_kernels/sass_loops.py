@@ -284,3 +284,24 @@ def chapter_summary(chapter, arch="sm_100a"):
     b = build(ch.kernel, ch.signature, arch=arch)
     per = {h.kind: h.per_unit for h in hot_loops(b.sass, chapter_loads_per_stage(chapter))}
     return per, flagged_loops(b.sass), b
+
+
+def kernel_hot_loops(kernel, signature, loads_per_stage=2, arch="sm_100a"):
+    """({kind: per-unit count}, number of flagged loops) of any kernel: what the chapters print to
+    compare a kernel with a variant of it."""
+    from .runtime.build import build
+
+    b = build(kernel, signature, arch=arch)
+    return ({h.kind: round(h.per_unit, 1) for h in hot_loops(b.sass, loads_per_stage)},
+            len(flagged_loops(b.sass)))
+
+
+def host_grouped_tile(t, num_m, num_n, group):
+    """The scheduler's (m_idx, n_idx) for tile ``t``, computed on the host by the same code the
+    emulator runs (pipeline.grouped_tile with the host's encoded divisors)."""
+    from .emu.rebind import emulated
+    from .pipeline import grouped_tile, scheduler_args
+
+    num_m, num_n, div_group, div_last = scheduler_args(num_m, num_n, group)
+    m, n = emulated(grouped_tile)(t, num_m, num_n, group, div_group, div_last)
+    return int(m), int(n)

@@ -1,6 +1,10 @@
 """Load one local page in headless Chromium (Debian's ``chromium``) over the DevTools protocol and
 report what a reader's browser would: JavaScript exceptions, console errors, every network request
-that is not a local file, and the value of a few expressions evaluated after the page loaded."""
+that is not a local file, and the value of a few expressions evaluated after the page loaded.
+``tools/screenshots.sh`` also uses it to photograph the interactive trace views:
+
+    python tests/chromium_page.py PAGE.html OUT.png CSS_SELECTOR
+"""
 from __future__ import annotations
 
 import json
@@ -30,9 +34,10 @@ class PageReport:
     values: dict = field(default_factory=dict)  # expression -> value
 
 
-def load(url, expressions=(), *, settle_s=2.0, timeout_s=60.0):
+def load(url, expressions=(), *, settle_s=2.0, timeout_s=60.0, screenshot=None, size=(1280, 1400)):
     """Open ``url`` (a file:// URL), wait for its load event and ``settle_s`` more, evaluate
-    ``expressions``; return a ``PageReport``."""
+    ``expressions``; return a ``PageReport``. ``screenshot=(path, css_selector)``: also scroll the
+    first element matching the selector into view and save a PNG of the window to ``path``."""
     import websocket  # websocket-client
 
     exe = chromium_path()
@@ -79,6 +84,8 @@ def load(url, expressions=(), *, settle_s=2.0, timeout_s=60.0):
                 session = msg["result"]["sessionId"]
         for method in ("Runtime.enable", "Log.enable", "Network.enable", "Page.enable"):
             send(browser, method, session)
+        send(browser, "Emulation.setDeviceMetricsOverride", session, width=size[0], height=size[1],
+             deviceScaleFactor=1, mobile=False)
         send(browser, "Page.navigate", session, url=url)
         loaded_at = None
         pending = {}
@@ -113,6 +120,21 @@ def load(url, expressions=(), *, settle_s=2.0, timeout_s=60.0):
                 report.values[expr] = msg.get("result", {}).get("result", {}).get("value")
         else:
             raise TimeoutError(f"{url} did not finish loading in {timeout_s} s")
+        if screenshot:
+            path, selector = screenshot
+            send(browser, "Runtime.evaluate", session,
+                 expression=f"document.querySelector({json.dumps(selector)}).scrollIntoView()")
+            time.sleep(1.0)
+            shot = send(browser, "Page.captureScreenshot", session, format="png")
+            browser.settimeout(timeout_s)
+            while True:
+                msg = json.loads(browser.recv())
+                if msg.get("id") == shot:
+                    import base64
+
+                    with open(path, "wb") as f:
+                        f.write(base64.b64decode(msg["result"]["data"]))
+                    break
         browser.close()
         return report
     finally:
@@ -122,3 +144,13 @@ def load(url, expressions=(), *, settle_s=2.0, timeout_s=60.0):
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    page, out, selector = sys.argv[1:4]
+    rep = load(Path(page).resolve().as_uri(), screenshot=(out, selector))
+    for problem in rep.errors + [f"network request: {r}" for r in rep.requests]:
+        print(f"{page}: {problem}", file=sys.stderr)

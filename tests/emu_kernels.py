@@ -218,7 +218,8 @@ def k_tma_store(out_first, out_second, c0, c1, s0, s1, nbytes, bug):
     stores it again to TMAP_C at (s0, s1). Bulk groups: commit, wait_group.read 0 before the rewrite.
     bug 1: no cp.async.bulk.wait_group.read before rewriting the staging buffer (SharedMemoryHazard,
     when the first store has not read it yet). bug 2: no fence.proxy.async after the ordinary stores
-    (MissingProxyFence at the second store)."""
+    (MissingProxyFence at the second store). bug 3: no wait_group.read after the last store: the
+    thread exits while the store may still read the staging buffer."""
     smem16 = cuda.shared.array(0, np.uint16)
     base = ptx.shared_addr(smem16)
     tid = cuda.threadIdx.x
@@ -245,7 +246,8 @@ def k_tma_store(out_first, out_second, c0, c1, s0, s1, nbytes, bug):
     if tid == 0:
         ptx.tma_store_2d(TMAP_C, s0, s1, base + STAGE)
         ptx.bulk_commit_group()
-        ptx.bulk_wait_group_read0()
+        if bug != 3:
+            ptx.bulk_wait_group_read0()
     out_first[tid] = 1
     out_second[tid] = 1
 
@@ -409,9 +411,16 @@ def k_acc_reuse(out, bug):
     'acc_empty' (4 arrivals: lane 0 of each epilogue warp) and commits to 'acc_full'; warps 0-3 read
     the accumulator (out[t] gets tile t), then hand it back and meet at named barrier 1.
     Tile t = A[:, 64t:64t+64] @ B[:, 64t:64t+64].T (both chunks are loaded up front).
-    bug 1: tcgen05.wait::ld comes after the handoff
+    bug 1: the last tcgen05.ld's wait::ld comes after the handoff
     (after the arrive on 'acc_empty' and the named barrier): the next tile's MMA is issued while the
-    loads are outstanding (TmemHazard at the MMA)."""
+    load is outstanding (TmemHazard at the MMA).
+    bug 2: the first MMA of tile 0 accumulates into fresh TMEM (UninitializedRead).
+    bug 3: the readers omit tcgen05.fence::after_thread_sync after waiting on 'acc_full'.
+    bug 4: the readers omit tcgen05.fence::before_thread_sync before arriving on 'acc_empty'.
+    bug 5: the readers use a tcgen05.ld's registers before tcgen05.wait::ld.
+    bug 6: warp 0 frees TMEM right after its own reads of the last tile, before the named barrier
+    that orders the other readers' loads before it.
+    bug 7: tile 1's B chunk is never loaded: its MMAs read shared memory nothing wrote."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -430,11 +439,12 @@ def k_acc_reuse(out, bug):
     if warp == 4:
         if lane == 0:
             # both tiles' operands up front: chunk t of A at A_t, of B at B_t
-            ptx.mbarrier_arrive_expect_tx(full, 4 * BOX_BYTES)
+            ptx.mbarrier_arrive_expect_tx(full, (3 if bug == 7 else 4) * BOX_BYTES)
             ptx.tma_load_2d(base + A_BUF, TMAP_A, 0, 0, full)
             ptx.tma_load_2d(base + B_BUF, TMAP_B, 0, 0, full)
             ptx.tma_load_2d(base + STAGE, TMAP_A, 64, 0, full)
-            ptx.tma_load_2d(base + B_BUF + BOX_BYTES, TMAP_B, 64, 0, full)
+            if bug != 7:
+                ptx.tma_load_2d(base + B_BUF + BOX_BYTES, TMAP_B, 64, 0, full)
             ptx.mbarrier_wait(full, 0)
             for t in range(2):
                 a_t = base + (STAGE if t else A_BUF)
@@ -442,30 +452,42 @@ def k_acc_reuse(out, bug):
                 ptx.mbarrier_wait(acc_empty, (t & 1) ^ 1)
                 ptx.tcgen05_fence_after()
                 for k in range(4):
-                    ptx.tcgen05_mma(tmem, sw128(a_t + 32 * k), sw128(b_t + 32 * k), idesc, 1 if k > 0 else 0)
+                    ptx.tcgen05_mma(tmem, sw128(a_t + 32 * k), sw128(b_t + 32 * k), idesc,
+                                    1 if k > 0 or (bug == 2 and t == 0) else 0)
                 ptx.tcgen05_commit(acc_full)
     else:
         vals = cuda.local.array((4, 32), np.float32)
         for t in range(2):
             ptx.mbarrier_wait(acc_full, t & 1)
-            ptx.tcgen05_fence_after()
+            if bug != 3:
+                ptx.tcgen05_fence_after()
             for chunk in range(4):
                 v = ptx.tmem_ld_32x32b_x32(tmem + ((32 * warp) << 16) + 32 * chunk)
+                if bug == 1 and chunk == 3:
+                    break  # the last load's wait comes after the handoff
+                if bug == 5:
+                    vals[chunk, 0] = v[0]
+                ptx.tmem_wait_ld()
                 for i in range(32):
                     vals[chunk, i] = v[i]
-            if bug != 1:
-                ptx.tmem_wait_ld()
-            ptx.tcgen05_fence_before()
+            if bug != 4:
+                ptx.tcgen05_fence_before()
             if lane == 0:
                 ptx.mbarrier_arrive(acc_empty)
+            if bug == 6 and warp == 0 and t == 1:
+                ptx.tcgen05_fence_after()
+                ptx.tmem_relinquish()
+                ptx.tmem_dealloc(tmem, 128)
             ptx.named_barrier_sync(1, 128)
             if bug == 1:
                 ptx.tmem_wait_ld()
+                for i in range(32):
+                    vals[3, i] = v[i]
             for chunk in range(4):
                 for i in range(32):
                     out[t, 32 * warp + lane, 32 * chunk + i] = vals[chunk, i]
     cuda.syncthreads()
-    if warp == 0:
+    if warp == 0 and bug != 6:
         ptx.tcgen05_fence_after()
         ptx.tmem_relinquish()
         ptx.tmem_dealloc(tmem, 128)
@@ -544,7 +566,8 @@ def k_collectives(out, bug):
     """64 threads; out[tid] = elect_sync() for both warps, then warp 0 reads 8 TMEM columns.
     bug 1: only lanes 0-15 of warp 1 execute elect.sync (the others skip it and exit).
     bug 2: lanes 0-15 of warp 1 execute elect.sync while lanes 16-31 execute __syncwarp.
-    bug 3: warp 0's lanes give different TMEM addresses to tcgen05.ld (address + lane)."""
+    bug 3: warp 0's lanes give different TMEM addresses to tcgen05.ld (address + lane).
+    bug 4: warp 0 reads TMEM columns that nothing wrote (UninitializedRead: fresh TMEM is garbage)."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -561,9 +584,10 @@ def k_collectives(out, bug):
     else:
         out[tid] = ptx.elect_sync()
     if warp == 0:
-        v = ptx.tmem_ld_32x32b_x8(tmem + (lane if bug == 3 else 0))
-        ptx.tmem_wait_ld()
-        out[64 + tid] = 1 if v[0] == 0.0 else 0
+        if bug >= 3:
+            v = ptx.tmem_ld_32x32b_x8(tmem + (lane if bug == 3 else 0))
+            ptx.tmem_wait_ld()
+            out[64 + tid] = 1 if v[0] == 0.0 else 0
         ptx.tmem_relinquish()
         ptx.tmem_dealloc(tmem, 32)
 
@@ -707,3 +731,125 @@ def k_mma_cg2(out, idesc, n):
         ptx.tcgen05_fence_after()
         ptx.tmem_relinquish_cg2()
         ptx.tmem_dealloc_cg2(tmem, 256)
+
+
+# ================================================================================================
+# the sanitizer: bounds, barrier storage, initialisation, races, lifetimes
+# ================================================================================================
+def k_bounds(out, bug):
+    """64 threads write one word each into 'data', then read a neighbour's after a barrier.
+    bug 1: the index runs past the launch's dynamic shared memory (one word per thread from the end).
+    bug 2: a negative index (numpy would wrap it around silently).
+    bug 3: an ordinary store over the live mbarrier 'ready'.
+    bug 4: an mbarrier arrive on an address in 'data', where no barrier lives.
+    bug 5: a two-word store that runs from 'data' into 'A tile'."""
+    smem32 = cuda.shared.array(0, uint32)
+    base = ptx.shared_addr(smem32)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        ptx.mbarrier_init(base + BAR(0), 1)
+        ptx.fence_mbarrier_init()
+    cuda.syncthreads()
+    i = DATA // 4 + tid
+    if bug == 1:
+        i = SHARED_BYTES // 4 + tid
+    elif bug == 2:
+        i = -1 - tid
+    elif bug == 3 and tid == 0:
+        i = BAR(0) // 4
+    smem32[i] = tid
+    if bug == 4 and tid == 0:
+        ptx.mbarrier_arrive(base + DATA)
+    if bug == 5 and tid == 0:
+        smem32[(A_BUF - 4) // 4:(A_BUF + 4) // 4] = 7
+    cuda.syncthreads()
+    out[tid] = smem32[DATA // 4 + (tid + 1) % 64]
+
+
+def k_init(out, bug):
+    """64 threads. Warp 0 allocates 32 TMEM columns; everybody reads the TMEM address from the slot
+    after the barrier; thread 0 writes 'data' word 0, everybody reads it after the barrier.
+    bug 1: 'data' word 0 is read but nobody wrote it.
+    bug 2: warp 1 reads the TMEM address slot before the barrier (before, or unordered with, the
+    allocating warp's write)."""
+    smem32 = cuda.shared.array(0, uint32)
+    base = ptx.shared_addr(smem32)
+    tid = cuda.threadIdx.x
+    warp = tid // 32
+    early = 0
+    if bug == 2 and warp == 1:
+        early = smem32[SLOT // 4]
+    if warp == 0:
+        ptx.tmem_alloc(base + SLOT, 32)
+    if tid == 0 and bug != 1:
+        smem32[DATA // 4] = 42
+    cuda.syncthreads()
+    tmem = smem32[SLOT // 4]
+    out[tid] = smem32[DATA // 4] + early
+    if warp == 0:
+        ptx.tmem_relinquish()
+        ptx.tmem_dealloc(tmem, 32)
+
+
+def k_race(out, bug):
+    """Warp 0 writes 'data' word 0 (1, then 2); warp 1 reads it.
+    bug 0: a barrier between the second write and the read.
+    bug 1: no barrier: the second write and warp 1's read race (in either order).
+    bug 2: warp 0 hands the value over through mbarrier 'ready' (arrive after the write), but warp 1
+    reads without waiting on it."""
+    smem32 = cuda.shared.array(0, uint32)
+    base = ptx.shared_addr(smem32)
+    tid = cuda.threadIdx.x
+    warp = tid // 32
+    ready = base + BAR(0)
+    if tid == 0:
+        smem32[DATA // 4] = 1
+        ptx.mbarrier_init(ready, 1)
+        ptx.fence_mbarrier_init()
+    cuda.syncthreads()
+    if tid == 0:
+        smem32[DATA // 4] = 2
+        ptx.mbarrier_arrive(ready)
+    if bug == 0:
+        cuda.syncthreads()
+    if warp == 1:
+        if bug == 0:
+            ptx.mbarrier_wait(ready, 0)
+        out[tid] = smem32[DATA // 4]
+    if bug != 0:
+        cuda.syncthreads()  # (the end: every thread is done before warp 1 waits, so no deadlock)
+        if warp == 1:
+            ptx.mbarrier_wait(ready, 0)
+
+
+def k_peer(out, bug):
+    """Two CTAs of a cluster (64 threads each). Thread 0 of CTA 0 stores a word into CTA 1's 'data'
+    (DSMEM, st.shared::cluster) and arrives on CTA 1's 'mailbox'; CTA 1 waits on it and reads the
+    word; a cluster barrier at the end keeps both alive until the peer is done.
+    bug 1: CTA 1 neither waits on the mailbox nor meets CTA 0 at the end: it may exit before CTA 0's
+    store and arrival land in it.
+    bug 2: no cluster barrier after the barrier init: CTA 0 arrives on CTA 1's mailbox before its
+    initialisation was published to CTA 0."""
+    smem32 = cuda.shared.array(0, uint32)
+    base = ptx.shared_addr(smem32)
+    tid = cuda.threadIdx.x
+    rank = ptx.cluster_ctarank()
+    mailbox = base + BAR(0)
+    if tid == 0:
+        ptx.mbarrier_init(mailbox, 1)
+        ptx.fence_mbarrier_init()
+    if bug != 2:
+        ptx.cluster_arrive()
+        ptx.cluster_wait()
+    if rank == 0 and tid == 0:
+        ptx.st_shared_v4(ptx.mapa(base + DATA, 1), 5, 6, 7, 8)
+        ptx.mbarrier_arrive_cluster(ptx.mapa(mailbox, 1))
+    if rank == 1 and bug != 1:
+        ptx.mbarrier_wait_cluster(mailbox, 0)
+        out[tid] = smem32[DATA // 4 + 2]
+    if bug == 0:
+        ptx.cluster_arrive()
+        ptx.cluster_wait()
+    elif bug == 2:
+        if rank == 1:  # (so that CTA 1 outlives the arrival)
+            ptx.mbarrier_wait_cluster(mailbox, 0)

@@ -19,7 +19,7 @@ is a kernel ptxas must reject (cta_group::1 and ::2 in one kernel).
 from numba import cuda, uint8, uint32, uint64
 
 from gemm_kernels import layouts, ptx
-from gemm_kernels.kernels.descriptors import sw128_kmajor_desc
+from gemm_kernels.kernels.descriptors import DESC_HI, sw128_desc_lo, sw128_kmajor_desc
 from gemm_kernels.trace import ROLE_MMA
 
 SIG = "void(uint64, uint32, uint32[::1], float32[::1])"
@@ -237,6 +237,26 @@ def k_tcgen05_mma_cg2(tmap, x, out, fout):
                         IDESC_CG2, x & uint32(1))
 
 
+def k_tcgen05_mma_lo(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    a = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    b = cuda.shared.array(B_BYTES, uint8, alignment=1024)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_mma_lo(slot[0], sw128_desc_lo(ptx.shared_addr(a)), sw128_desc_lo(ptx.shared_addr(b)), DESC_HI,
+                       IDESC, x & uint32(1))
+
+
+def k_tcgen05_mma_cg2_lo(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    a = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    b = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_mma_cg2_lo(slot[0], sw128_desc_lo(ptx.shared_addr(a)), sw128_desc_lo(ptx.shared_addr(b)), DESC_HI,
+                           IDESC_CG2, x & uint32(1))
+
+
 def k_tcgen05_commit(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x
@@ -342,6 +362,18 @@ def k_bulk_wait_group_read1(tmap, x, out, fout):
     ptx.bulk_wait_group_read1()
 
 
+def k_bulk_wait_group_read2(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.bulk_wait_group_read2()
+
+
+def k_bulk_wait_group_read3(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.bulk_wait_group_read3()
+
+
 def k_prefetch_tensormap(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x
@@ -353,6 +385,12 @@ def k_elect_sync(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x
     out[1 + cuda.threadIdx.x] = ptx.elect_sync()
+
+
+def k_warp_uniform(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    out[1 + cuda.threadIdx.x] = ptx.warp_uniform(cuda.threadIdx.x // 32 + x)
 
 
 def k_named_barrier_sync(tmap, x, out, fout):

@@ -57,7 +57,10 @@ def test_chapter_gpu_path_runs_its_kernel(chapter, emulating_gpu):
     if chapter >= 4:
         maps = [launch.tensor_maps[i] for i in range(3)]
         assert [t.rows_cols[0] for t in maps] == [(m, k), (n, k), (m, n)], "A, B, D maps in argument order"
-        assert all(t.swizzle == "CU_TENSOR_MAP_SWIZZLE_128B" for t in maps)
+        assert [t.swizzle for t in maps[:2]] == ["CU_TENSOR_MAP_SWIZZLE_128B"] * 2, "operands: 128B swizzle"
+        # D: the staging swizzle the kernel plans (128B for whole-row staging, 64B for 32-column subtiles)
+        swz = ch.kernel.py_func.__globals__.get("SUBTILE_SWIZZLE", "128B")
+        assert maps[2].swizzle == f"CU_TENSOR_MAP_SWIZZLE_{swz}"
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))

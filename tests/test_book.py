@@ -157,9 +157,9 @@ def test_every_chapter_offers_its_notebook(built_book):
 
 
 @pytest.mark.slow
-def test_chapter_page_in_headless_chromium(built_book):
-    """A reader's browser, offline: the chapter with the most barriers loads with no JavaScript error
-    and no network request, and its interactive view is drawn by plotly.js."""
+def test_chapter_pages_in_headless_chromium(built_book):
+    """A reader's browser, offline: every chapter page loads with no JavaScript error and no network
+    request, and its interactive view is drawn by plotly.js with its time-cursor slider."""
     import chromium_page
 
     if chromium_page.chromium_path() is None:
@@ -169,8 +169,9 @@ def test_chapter_page_in_headless_chromium(built_book):
     html, _ = built_book
     drawn = "document.querySelectorAll('.gk-interactive .main-svg').length"
     slider = "document.querySelectorAll('.gk-interactive .slider-container').length"
-    report = chromium_page.load((html / "chapters" / "09-two-consumers.html").as_uri(), [drawn, slider])
-    assert not report.errors, report.errors
-    assert not report.requests, f"the page asked the network for {report.requests}"
-    assert report.values[drawn] and report.values[drawn] > 0, "plotly did not draw the interactive view"
-    assert report.values[slider] == 1, "the time cursor's slider is missing"
+    for page in CHAPTER_PAGES:
+        report = chromium_page.load((html / page).as_uri(), [drawn, slider])
+        assert not report.errors, f"{page}: {report.errors}"
+        assert not report.requests, f"{page} asked the network for {report.requests}"
+        assert report.values[drawn], f"{page}: plotly did not draw the interactive view"
+        assert report.values[slider] == 1, f"{page}: the time cursor's slider is missing"

@@ -74,6 +74,8 @@ SASS_SM100 = {
     # tcgen05: MMA, commit, loads
     "tcgen05_mma": ("UTCHMMA", None),
     "tcgen05_mma_cg2": ("UTCHMMA.2CTA", None),
+    "tcgen05_mma_lo": ("UTCHMMA", None),                 # mov.b64 {lo, hi} is register naming: no instruction
+    "tcgen05_mma_cg2_lo": ("UTCHMMA.2CTA", None),
     "tcgen05_commit": ("UTCBAR", None),
     "tcgen05_commit_cg2_multicast": ("UTCBAR.2CTA.MULTICAST", None),
     "tmem_ld_32x32b_x8": ("LDTM.x8", None),
@@ -88,9 +90,12 @@ SASS_SM100 = {
     "bulk_commit_group": ("UTMACMDFLUSH", None),
     "bulk_wait_group_read0": ("DEPBAR.LE", None),
     "bulk_wait_group_read1": ("DEPBAR.LE", None),
+    "bulk_wait_group_read2": ("DEPBAR.LE", "0x2"),
+    "bulk_wait_group_read3": ("DEPBAR.LE", "0x3"),
     "prefetch_tensormap": ("UTMACCTL.PF", None),
     # warps, CTAs, clusters
     "elect_sync": ("ELECT", None),
+    "warp_uniform": ("SHFL.IDX", None),
     "named_barrier_sync": ("BAR.SYNC", None),            # BAR.SYNC.DEFER_BLOCKING
     "named_barrier_arrive": ("BAR.ARV", None),
     "cluster_arrive": ("UCGABAR_ARV", None),             # after MEMBAR.ALL.GPU (release)
@@ -248,6 +253,26 @@ def test_relaxed_cluster_arrive_has_no_fence(arch):
     assert any(k.startswith(fences) for k in release), release
     assert not any(k.startswith(fences) for k in relaxed), relaxed
     assert not any(k.startswith("NANOSLEEP") for k in _delta("mbarrier_wait", arch))
+
+
+def test_split_descriptor_mma_twin_composes_the_full_descriptor(monkeypatch):
+    """tcgen05_mma_lo's twin hands the same 64-bit descriptors to the emulator's MMA as tcgen05_mma
+    gets from sw128_kmajor_desc: high word DESC_HI, low word the 32-bit one."""
+    from gemm_kernels.kernels.descriptors import DESC_HI, SBO_8_ROWS_128B, sw128_desc_lo
+    from gemm_kernels.layouts import make_smem_desc
+    from gemm_kernels.ptx import tcgen05 as t5
+
+    seen = []
+    monkeypatch.setattr(t5, "_mma_twin", lambda group: lambda *args: seen.append((group,) + args))
+    for group, op in ((1, "_mma_lo_twin"), (2, "_mma_lo_twin")):
+        twin = getattr(t5, op)(group)
+        for addr in (0x400, 0x5400 + 96, 0x2F000):
+            lo = int(sw128_desc_lo.py_func(addr))
+            twin(7, lo + 2, lo, DESC_HI, 0x08200010, 1)
+            g, d, a_desc, b_desc, idesc, acc = seen.pop()
+            assert (g, d, idesc, acc) == (group, 7, 0x08200010, 1)
+            assert int(a_desc) == make_smem_desc(addr + 32, lbo=16, sbo=SBO_8_ROWS_128B, swizzle="128B")
+            assert int(b_desc) == make_smem_desc(addr, lbo=16, sbo=SBO_8_ROWS_128B, swizzle="128B")
 
 
 @needs_nvdisasm

@@ -51,9 +51,9 @@ HOT_LOOP_BUDGET = {
     4: {"MMA": 94, "TMA producer": 94},
     5: {"MMA": 120, "TMA producer": 26},
     6: {"MMA": 160, "TMA producer": 39, "epilogue": 301},
-    7: {"MMA": 59, "TMA producer": 35, "epilogue": 226},
-    8: {"MMA": 62, "TMA producer": 36, "epilogue": 206},
-    9: {"MMA": 62, "TMA producer": 46, "epilogue": 196},
+    7: {"MMA": 40, "TMA producer": 35, "epilogue": 210},
+    8: {"MMA": 41, "TMA producer": 36, "epilogue": 189},
+    9: {"MMA": 40, "TMA producer": 46, "epilogue": 179},
 }
 
 

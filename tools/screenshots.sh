@@ -22,6 +22,8 @@ if [ ! -f "$HTML_DIR/intro.html" ]; then
     exit 1
 fi
 mkdir -p "$OUT_DIR"
+# the interactive views are photographed through the DevTools protocol (websocket-client)
+PYTHON="${PYTHON:-$(pwd)/.venv/bin/python}"
 
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT
@@ -38,10 +40,7 @@ for page in intro.html book/*.html chapters/*.html; do
     echo "screenshots: $out"
     if grep -q 'class="gk-interactive"' "$page"; then  # the interactive trace view, scrolled to
         out="${out%.png}-interactive.png"
-        "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
-            --disable-component-update --disable-sync --no-first-run --hide-scrollbars \
-            --user-data-dir="$profile" --virtual-time-budget=5000 \
-            --window-size="$WIDTH,1400" --screenshot="$out" "file://$HTML_DIR/$page#explore-the-trace" >/dev/null 2>&1
+        "$PYTHON" "$OLDPWD/tests/chromium_page.py" "$page" "$out" ".gk-interactive"
         echo "screenshots: $out"
     fi
 done

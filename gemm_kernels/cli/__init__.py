@@ -13,7 +13,7 @@ import importlib
 import pkgutil
 import sys
 
-__all__ = ["main", "build_parser", "subcommand_modules"]
+__all__ = ["main", "build_parser", "subcommand_modules", "OneLineParser"]
 
 
 def subcommand_modules() -> list[str]:
@@ -21,8 +21,16 @@ def subcommand_modules() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors on one line (``prog: error: ...; see --help``) and exit status 2,
+    like every other error of this CLI; subcommand parsers are of the same class."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m gemm_kernels",
         description="Nine Blackwell GEMM kernels: build, verify, trace and benchmark them.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from ._common import CliError, check_output, non_negative_int, parsed as _parsed, positive_int
+
 
 def add_parser(subparsers):
     p = subparsers.add_parser("bench", help="benchmark the chapters against cuBLAS (B200), or the emulator's model",
@@ -22,9 +24,9 @@ def add_parser(subparsers):
                         "small test shape) or model (the B200 performance MODEL at full size, gemm_kernels.perf)")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--plot", metavar="FILE", help="write a bar chart (PNG)")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--reps", type=int, default=4, help="timed launches per kernel per round")
+    p.add_argument("--warmup", type=non_negative_int, default=3)
+    p.add_argument("--rounds", type=positive_int, default=5)
+    p.add_argument("--reps", type=positive_int, default=4, help="timed launches per kernel per round")
     p.add_argument("--no-cublas", action="store_true", help="skip the cuBLAS baseline")
     p.add_argument("--pipe-depth", default=None, metavar="D[,D...]",
                    help="pipeline depths to time for the chapters that take one (5-9), e.g. 2,4; default: "
@@ -39,11 +41,14 @@ def run(args) -> int:
     from gemm_kernels.runtime.device import gpu_info
 
     try:
-        chapters = bench.parse_chapters(args.chapters)
-        sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
-        depths = tuple(int(d) for d in args.pipe_depth.split(",")) if args.pipe_depth else (None,)
-    except ValueError as e:
-        print(f"error: bad --chapters or --sizes: {e}", file=sys.stderr)
+        chapters = _parsed("--chapters", bench.parse_chapters, args.chapters)
+        sizes = _parsed("--sizes", lambda t: [positive_int(s) for s in t.split(",") if s.strip()], args.sizes)
+        depths = _parsed("--pipe-depth", lambda t: tuple(positive_int(d) for d in t.split(",")), args.pipe_depth) \
+            if args.pipe_depth else (None,)
+        check_output("--json", args.json)
+        check_output("--plot", args.plot)
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     missing = [c for c in chapters if c not in CHAPTERS]
     if missing:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import CliError, KernelRef, chapter_kernel, load_function
+from ._common import CliError, KernelRef, chapter_kernel, check_output, load_function, positive_int
 
 
 def add_parser(subparsers):
@@ -35,7 +35,7 @@ def add_parser(subparsers):
                         "chapter's, else 2)")
     p.add_argument("--full-opcodes", action="store_true", help="histogram by full opcode (with modifiers)")
     p.add_argument("--lineinfo", action="store_true", help="with source line info")
-    p.add_argument("--max-registers", type=int, metavar="N", help="register cap (ptxas -maxrregcount)")
+    p.add_argument("--max-registers", type=positive_int, metavar="N", help="register cap (ptxas -maxrregcount)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=run)
 
@@ -52,12 +52,15 @@ def run(args) -> int:
             if not args.sig:
                 raise CliError("--kernel needs --sig (e.g. --sig 'void(uint64, int32)')")
             ref = KernelRef(load_function(args.kernel), args.sig, args.kernel)
-        b = build(ref.kernel, ref.signature, arch=args.arch, lineinfo=args.lineinfo,
-                  max_registers=args.max_registers)
-    except CliError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:
+        check_output("--out", args.out)
+        try:
+            b = build(ref.kernel, ref.signature, arch=args.arch, lineinfo=args.lineinfo,
+                      max_registers=args.max_registers)
+        except ValueError:
+            raise
+        except Exception as e:  # noqa: BLE001 - numba's or ptxas's error, said in one line
+            raise CliError(_why_it_did_not_build(ref, args.arch, e)) from e
+    except (CliError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -85,3 +88,21 @@ def run(args) -> int:
     else:
         print(text)
     return 0
+
+
+def _why_it_did_not_build(ref, arch, err) -> str:
+    """One line for a failed build: a kernel that uses tcgen05 built for a target without it is
+    named as such (ptxas would list every instruction it rejects); else the first error line."""
+    from gemm_kernels.runtime.build import build
+
+    if arch != "sm_100a":
+        try:
+            ptx = build(ref.kernel, ref.signature, arch="sm_100a").ptx
+        except Exception:  # noqa: BLE001 - it does not build for sm_100a either: say the original error
+            ptx = ""
+        if "tcgen05." in ptx:
+            return (f"{ref.label} uses tcgen05 (the Blackwell tensor core's instructions), which {arch} does not "
+                    f"have: build it with --arch sm_100a")
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "")
+    return f"cannot build {ref.label} for {arch} (signature {ref.signature!r}): {type(err).__name__}: {first}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from ._common import non_negative_int, positive_int
+
 
 def add_parser(subparsers):
     p = subparsers.add_parser("trace", help="draw a chapter's timeline from an emulator trace",
@@ -16,12 +18,12 @@ def add_parser(subparsers):
                                           "(virtual clock: a model, not a measurement).")
     p.add_argument("--chapter", type=int, required=True, metavar="N")
     p.add_argument("--out", required=True, metavar="FILE.png")
-    p.add_argument("--m", type=int)
-    p.add_argument("--n", type=int)
-    p.add_argument("--k", type=int)
+    p.add_argument("--m", type=positive_int)
+    p.add_argument("--n", type=positive_int)
+    p.add_argument("--k", type=positive_int)
     p.add_argument("--policy", choices=["eager", "lazy", "random"], default="lazy")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-ctas", type=int, default=1, help="CTAs to draw (default 1)")
+    p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--max-ctas", type=positive_int, default=1, help="CTAs to draw (default 1)")
     p.add_argument("--json", metavar="FILE", help="also write the trace's events as JSON")
     p.add_argument("--backend", choices=["emulator", "blackwell"], default="emulator",
                    help="emulator (default): virtual clock; blackwell: an on-chip %%globaltimer timeline of a "
@@ -47,10 +49,12 @@ def draw(trace, path, title, max_ctas=1):
 def run(args) -> int:
     from gemm_kernels.check import random_operands
 
-    from ._common import CliError, chapter_and_shape
+    from ._common import CliError, chapter_and_shape, check_output
 
     try:
         ch, m, n, k = chapter_and_shape(args)
+        check_output("--out", args.out)
+        check_output("--json", args.json)
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -16,10 +16,6 @@ class StalePhaseWait(EmulatorError):
     was not flipped (or was reset) and the wait released early."""
 
 
-class ParityOutOfRange(EmulatorError):
-    """A wait named a phase that is neither the current phase nor the one just before it."""
-
-
 class ArrivalMismatch(EmulatorError):
     """More arrivals, or arrivals of a different count, than the barrier was initialised with."""
 
@@ -39,8 +35,9 @@ class MissingProxyFence(EmulatorError):
 
 
 class TmemHazard(EmulatorError):
-    """TMEM columns were read while an MMA still writes them, or written while a tcgen05.ld of
-    them is outstanding."""
+    """TMEM columns were read while an MMA still writes them (or by a tcgen05.ld not ordered after
+    it), written while a tcgen05.ld of them is outstanding, or a tcgen05.ld's registers were used
+    before tcgen05.wait::ld."""
 
 
 class TmemLifecycleError(EmulatorError):
@@ -71,4 +68,22 @@ class DescriptorError(EmulatorError):
 
 
 class MemoryFault(EmulatorError):
-    """An address outside shared memory, TMEM, or a tensor map's bounds where that is illegal."""
+    """An address outside the launch's shared memory, TMEM, or a tensor map's bounds where that is
+    illegal; a write over a live mbarrier or from one named shared-memory region into the next; an
+    access to the shared memory of a CTA that has exited."""
+
+
+class UninitializedRead(EmulatorError):
+    """Shared memory or TMEM read (by a thread, a TMA store, an MMA operand or accumulator, a
+    tcgen05.ld) before anything wrote it: on the chip those bytes hold whatever was there before."""
+
+
+class DataRace(EmulatorError):
+    """Two warps access the same shared bytes, at least one writing, and no synchronisation
+    (mbarrier phase, named barrier, cluster barrier) orders them: the result depends on timing."""
+
+
+class MissingTcgen05Fence(EmulatorError):
+    """A tcgen05 operation ordered by a thread synchronisation without
+    tcgen05.fence::after_thread_sync after it, or tcgen05 work published by a synchronisation
+    without tcgen05.fence::before_thread_sync before it."""

@@ -118,8 +118,7 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
             for cta in cl.ctas:
                 cta.smem.dynamic_base = 0x400
                 cta.smem.static_next = 0x400 + launch.shared_bytes
-                for name, off, size in launch.names:
-                    cta.smem.names[0x400 + off] = (name, size)
+                cta.smem.set_names([(name, 0x400 + off, size) for name, off, size in launch.names])
                 for t in cta.threads:
                     sched.spawn(t, lambda: fn(*args))
             try:

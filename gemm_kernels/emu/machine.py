@@ -2,12 +2,24 @@
 mbarriers, named barriers, warp collectives and the cluster barrier."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import costmodel
-from .errors import (DivergentCollective, EmulatorError, MemoryFault, NamedBarrierMismatch,
-                     TmemLifecycleError)
+from .errors import (
+    DivergentCollective,
+    EmulatorError,
+    MemoryFault,
+    MissingTcgen05Fence,
+    NamedBarrierMismatch,
+    TmemHazard,
+    TmemLifecycleError,
+)
+from .hb import TC_READ, TC_WRITE, Clocks, SyncPoint, WarpClock, tc_conflict
 from .mbarrier import MBarrier
 from .memory import OFFSET_MASK, RANK_SHIFT, SharedMemory, Tmem
 from .scheduler import Waitable
+from .context import current_thread
+from .source import here, site, text
 
 
 def _ranges(ids):
@@ -45,6 +57,12 @@ class EmuThread:
         self.last_mma = None  # MMAs of one thread execute in issue order
         self.bulk_waitable = Waitable(cta.launch.scheduler)
         self.global_start = None  # start of a run of ordinary global loads/stores not yet traced
+        self.tc_unfenced = None  # site of a tcgen05 op not yet followed by fence::before_thread_sync
+        self.tc_since_sync = 0  # kinds of tcgen05 work (hb.TC_READ/TC_WRITE) since this thread's last release
+        self.tc_after = None  # (sync, site, kinds) acquired with tcgen05 work behind it, not yet fenced after
+        self.tc_before_src = None  # (op text, sync) of unfenced tcgen05 work that reached this thread
+        self.pending_stores = []  # TMA stores not yet covered by a cp.async.bulk.wait_group.read
+        self.unfenced = []  # (lo, hi) of this CTA's shared memory this thread stored to since its last proxy fence
 
     @property
     def launch(self):
@@ -62,7 +80,77 @@ class EmuThread:
 
     def on_exit(self):
         self.warp.lane_exited(self)
+        if self.pending_stores:
+            op = self.pending_stores[0]
+            raise MemoryFault(
+                f"{self} exited while {op.description} (at {text(op.site)}) may still read its shared-memory "
+                f"source: the CTA's shared memory is released at exit. Execute cp.async.bulk.wait_group.read 0 "
+                f"(bulk_wait_group_read0) after the last commit_group, before the thread ends.")
+        if self.warp.outstanding_ld and all(t.exited for t in self.warp.threads):
+            ld = self.warp.outstanding_ld[0]
+            raise TmemHazard(f"{self.warp} ended with the tcgen05.ld of TMEM columns {ld.col0}..{ld.col1 - 1} at "
+                             f"{text(ld.site)} "
+                             f"never waited on: add tcgen05.wait::ld (tmem_wait_ld) before using or discarding "
+                             f"the registers.")
+        self.cta.thread_exited(self)
         self.cta.cluster.thread_exited()
+
+    # -- happens-before: a release joins this warp's clock into a synchronisation object ----------
+    def release(self, into):
+        """Join this warp's clock into ``into`` (a SyncPoint does this); the tcgen05 work so far is
+        now behind a synchronisation."""
+        self.tc_since_sync = 0
+        return self.warp.clock.release(into)
+
+    def acquire(self, vc, sync=None, carries_tc=0, unfenced=None):
+        """Acquire ``vc``; ``sync()`` names the synchronisation for tcgen05-fence reports, ``carries_tc``
+        the kinds of tcgen05 work behind it, ``unfenced`` such work without fence::before_thread_sync."""
+        self.warp.clock.acquire(vc)
+        if carries_tc:
+            prev = self.tc_after
+            name = sync()
+            self.tc_after = (name, site(2), carries_tc | (prev[2] if prev else 0))
+            # the latest synchronisation decides (an earlier unfenced one may since be covered by a fenced one)
+            self.tc_before_src = (unfenced, name) if unfenced is not None else None
+
+    def tcgen05_op(self, what, sid, kind):
+        """A tcgen05 operation (kind: hb.TC_READ for tcgen05.ld, TC_WRITE for MMA / tcgen05.st, both for
+        dealloc): check the fence rules against the synchronisations that ordered it; remember it for
+        the next release."""
+        if self.tc_after is not None and tc_conflict(kind, self.tc_after[2]):
+            sync, wsid, _ = self.tc_after
+            raise MissingTcgen05Fence(
+                f"{self} executed {what} at {text(sid)} after {sync} at {text(wsid)}, which orders it after other "
+                f"threads' tcgen05 work, without tcgen05.fence::after_thread_sync in between: the tensor core may "
+                f"execute it before that work. Add ptx.tcgen05_fence_after() right after the synchronisation.")
+        if self.tc_before_src is not None and tc_conflict(kind, self.tc_before_src[0][2]):
+            (src_thread, src_sid, _), sync = self.tc_before_src
+            raise MissingTcgen05Fence(
+                f"{self} executed {what} at {text(sid)}, ordered by {sync} after the tcgen05 work of {src_thread} at "
+                f"{text(src_sid)}; but {src_thread} reached that synchronisation without "
+                f"tcgen05.fence::before_thread_sync after its tcgen05 operation, so the synchronisation does not "
+                f"order it. Add ptx.tcgen05_fence_before() before the arrive / barrier.")
+        work = kind & (TC_READ | TC_WRITE) if kind != (TC_READ | TC_WRITE) else 0  # a dealloc issues no work
+        if work:
+            self.tc_unfenced = (str(self), sid, work)
+            self.tc_since_sync |= work
+
+    def bulk_waited(self, ops):
+        """cp.async.bulk.wait_group.read returned for ``ops``: their reads are done, and this warp
+        knows it (the bulk slot of its clock)."""
+        if ops:
+            clock = self.warp.clock
+            clock.vc[clock.bslot] = max(int(clock.vc[clock.bslot]), max(int(op.vc[op.slot]) for op in ops))
+            done = set(map(id, ops))
+            self.pending_stores = [op for op in self.pending_stores if id(op) not in done]
+
+    def tcgen05_fence(self, before):
+        """tcgen05.fence::before_thread_sync (before=True) or ::after_thread_sync."""
+        if before:
+            self.tc_unfenced = None
+        else:
+            self.tc_after = None
+        self.advance()
 
     def flush_global(self):
         """Trace the ordinary global loads/stores since the last traced operation (lane 0 speaks
@@ -99,7 +187,8 @@ class Warp(Waitable):
         self.index = index
         self.pending = None
         self.role = None
-        self.outstanding_ld = []  # (lane0, lane1, col0, col1) of tcgen05.ld not yet waited on
+        self.outstanding_ld = []  # tmem_rules.PendingLoad of tcgen05.ld not yet waited on
+        self.clock = WarpClock(cta.cluster.clocks, cta.rank * cta.cluster.warps_per_cta + index)
         self._lanes = {}  # member mask -> frozenset of the lanes it names that exist
 
     def __str__(self):
@@ -181,6 +270,8 @@ class NamedBarrier(Waitable):
         self.clock = 0.0
         self.warps_seen = None
         self.warp_pending = {}  # warp index -> (lanes arrived so far, [generation the warp joined])
+        self.sp = SyncPoint()  # the current generation's releases
+        self.released = {}  # generation -> its SyncPoint (the last few)
 
     def arrive(self, thread, count, wait):
         thread.flush_global()
@@ -209,6 +300,7 @@ class NamedBarrier(Waitable):
         lanes, joined = pend
         lanes.append(thread)
         self.clock = max(self.clock, thread.clock)
+        self.sp.release(thread)
         self._maybe_join(w)
         if wait:
             self.cta.launch.scheduler.block(
@@ -218,6 +310,7 @@ class NamedBarrier(Waitable):
                            f"; lanes {_ranges(t.lane for t in lanes)} of warp {w.index} arrived, the others not yet")
                         + ")")
             thread.clock = max(thread.clock, self.release_clock)
+            self.released[joined[0]].acquire(thread, lambda: f"bar.sync {self.ident}")
 
     def _maybe_join(self, w):
         pend = self.warp_pending.get(w.index)
@@ -238,6 +331,9 @@ class NamedBarrier(Waitable):
                     f"and release each other. Give each group its own ID.")
             self.warps_seen = warps
             self.release_clock = self.clock + costmodel.BARRIER_LATENCY_CYCLES
+            self.released[self.generation] = self.sp
+            self.released.pop(self.generation - 8, None)
+            self.sp = SyncPoint()
             self.generation += 1
             self.count = None
             self.arrived = []
@@ -262,6 +358,36 @@ class CTA:
         self.smem_readers = []  # async ops that will read this CTA's shared memory (MMAs)
         self.smem_writers = []  # async ops that will write it (TMA loads)
         self.tmem_alloc_permit_used = False
+        self.live_threads = nthreads
+        self.exit_vc = None  # join of the clocks of its threads as they exit
+        self.remote = {}  # slot -> (epoch, site, what) of the latest access from outside this CTA
+
+    def thread_exited(self, thread):
+        if self.exit_vc is None:
+            self.exit_vc = thread.warp.clock.vc.copy()
+        else:
+            np.maximum(self.exit_vc, thread.warp.clock.vc, out=self.exit_vc)
+        self.live_threads -= 1
+        if self.live_threads == 0:
+            for slot, (ep, sid, what) in self.remote.items():
+                if self.exit_vc[slot] < ep:
+                    self._exited_fault(slot, sid, what, "is not ordered before the CTA's exit")
+
+    def remote_access(self, thread_or_none, slot, ep, sid, what):
+        """An access from outside this CTA (a DSMEM store or load, a remote arrive, an asynchronous
+        arrival): it must happen before this CTA exits. Checked here if the CTA is gone, at its exit
+        otherwise, so the order the run took does not matter."""
+        if self.live_threads == 0:
+            self._exited_fault(slot, sid, what, "comes after the CTA exited")
+        prev = self.remote.get(slot)
+        if prev is None or prev[0] < ep:
+            self.remote[slot] = (ep, sid, what)
+
+    def _exited_fault(self, slot, sid, what, how):
+        raise MemoryFault(
+            f"{what} into CTA {self.rank_text()} by {self.cluster.slot_text(slot)} at {text(sid)} {how}: after a "
+            f"CTA exits its shared memory and barriers may belong to another CTA. Keep the CTA alive until its "
+            f"peers are done with it (a cluster barrier before exit, or a wait on the barrier they arrive on).")
 
     def rank_text(self):
         bx, by, bz = self.block_index
@@ -286,13 +412,27 @@ class CTA:
         return cta, off
 
     def mbarrier(self, addr, what):
+        """The live mbarrier at ``addr`` for an operation of the running thread: it must exist, and its
+        initialisation must be published to that thread (by a barrier after the init and its fence)."""
         cta, off = self.resolve(addr, 8, what)
         if off % 8:
-            raise MemoryFault(f"{what}: mbarrier address 0x{int(addr):x} is not 8-byte aligned")
+            raise MemoryFault(f"{what} at {here()}: mbarrier address 0x{int(addr):x} is not 8-byte aligned")
         bar = cta.mbarriers.get(off)
         if bar is None or not bar.valid:
-            raise MemoryFault(f"{what}: no initialised mbarrier at shared offset 0x{off:x} of CTA {cta.rank_text()} "
-                              f"(mbarrier.init must come first, and be made visible with a fence and barrier)")
+            raise MemoryFault(f"{what} at {here()}: no initialised mbarrier at shared offset 0x{off:x} "
+                              f"({cta.smem.name_of(off)}) of CTA {cta.rank_text()} (mbarrier.init must come first, "
+                              f"and be made visible with a fence and barrier)")
+        t = current_thread()
+        if t is not None:
+            clock = t.warp.clock
+            if clock.vcm[bar.init_slot] < bar.init_ep:
+                raise MemoryFault(
+                    f"{what} by {t} at {here()} uses mbarrier {bar.name} of CTA {cta.rank_text()} before its "
+                    f"initialisation by {bar.init_by} was published to it: mbarrier.init, then "
+                    f"fence.mbarrier_init (for the async units and the cluster), then a CTA or cluster barrier "
+                    f"that every user of the barrier passes, and only then the first use.")
+            if cta is not t.cta:
+                cta.remote_access(t, clock.slot, int(clock.epoch), site(1), what)
         return bar
 
     def init_mbarrier(self, addr, count, thread):
@@ -304,6 +444,7 @@ class CTA:
             raise EmulatorError(f"mbarrier.init of live mbarrier {old.name} by {thread}: invalidate it first")
         name = self.smem.name_of(off)
         self.mbarriers[off] = MBarrier(self.launch.scheduler, self, off, int(count), name, thread)
+        self.smem.mark_barrier(off, True)
 
     def named_barrier(self, ident):
         if not 0 <= ident < 16:
@@ -330,7 +471,11 @@ class Cluster(Waitable):
         self.launch = launch
         self.index = index
         self.size = len(cta_blocks)
+        self.warps_per_cta = -(-nthreads // 32)
+        self.clocks = Clocks(self.size, self.warps_per_cta)
         self.ctas = [CTA(self, r, b, nthreads, dynamic_bytes) for r, b in enumerate(cta_blocks)]
+        self.bar_sp = SyncPoint()
+        self.bar_released = {}
         self.bar_arrived = 0
         self.bar_generation = 0
         self.bar_clock = 0.0
@@ -340,12 +485,15 @@ class Cluster(Waitable):
         if getattr(thread, "cluster_arrived_gen", None) == self.bar_generation:
             raise EmulatorError(f"{thread} arrived twice on the cluster barrier without waiting in between")
         thread.cluster_arrived_gen = self.bar_generation
+        self.bar_sp.release(thread)
         self.bar_arrived += 1
         self.bar_clock = max(self.bar_clock, thread.clock)
         self._maybe_release()
 
     def _maybe_release(self):
         if self.bar_arrived and self.bar_arrived >= self.live:
+            self.bar_released[self.bar_generation] = self.bar_sp
+            self.bar_sp = SyncPoint()
             self.bar_generation += 1
             self.bar_arrived = 0
             self.release_clock = self.bar_clock + costmodel.BARRIER_LATENCY_CYCLES
@@ -360,6 +508,18 @@ class Cluster(Waitable):
                                             f"threads arrived)")
         thread.cluster_arrived_gen = None
         thread.clock = max(thread.clock, self.release_clock)
+        self.bar_released[gen].acquire(thread, lambda: "the cluster barrier (barrier.cluster.wait)")
+
+    # -- clock slots, for reports --------------------------------------------------------------------
+    def is_warp_slot(self, slot):
+        return slot < self.clocks.nwarps
+
+    def slot_text(self, slot):
+        kind, w = divmod(slot, self.clocks.nwarps)
+        cta, warp = divmod(w, self.warps_per_cta)
+        where = f"warp {warp} of CTA {self.ctas[cta].rank_text()}"
+        return [where, f"the MMAs issued by {where}", f"the TMA loads issued by {where}",
+                f"the TMA stores issued by {where}"][kind]
 
     def thread_exited(self):
         self.live -= 1

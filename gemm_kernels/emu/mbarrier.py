@@ -13,6 +13,7 @@ reset between persistent tiles) is reported as ``StalePhaseWait`` instead of rel
 from __future__ import annotations
 
 from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait
+from .hb import SyncPoint
 from .scheduler import Waitable
 
 MAX_COUNT = (1 << 20) - 1
@@ -40,13 +41,23 @@ class MBarrier(Waitable):
         self.waits = 0  # successful waits so far (over-arrival check)
         self.meant = {}  # thread key -> the phase its last wait meant, counting its waits in order
         self.last_completer = None  # (warp, lane, phase, waits) of the arrival that completed the last phase
+        self.sp = SyncPoint()  # the current phase's releases (happens-before)
+        self.done_sp = {}  # phase index -> its SyncPoint (the last few)
+        self.init_slot = init_by.warp.clock.slot  # the init is published to whoever knows this epoch
+        self.init_ep = int(init_by.warp.clock.epoch)
+        self.expect_sites = []  # (thread, site, nbytes) of this phase's expect_tx announcements
 
     # -- state changes -----------------------------------------------------------------------
     def signal_from(self, thread):
         """``thread`` issued an arrival or asynchronous work that will complete on this barrier."""
         self.signalled[thread.key] = self.completed
 
-    def arrive(self, thread, count=1, at=0.0):
+    def arrive(self, thread, count=1, at=0.0, async_vc=None, tcgen05=False):
+        """An arrival by ``thread`` (or, with ``async_vc``, by asynchronous work it issued)."""
+        if async_vc is None:
+            self.sp.release(thread)
+        else:
+            self.sp.release_async(async_vc, tcgen05)
         self.pending -= count
         if self.pending < 0:
             raise ArrivalMismatch(
@@ -59,39 +70,56 @@ class MBarrier(Waitable):
         self._maybe_complete()
 
     def _check_over_arrival(self, thread):
-        """Arrivals beyond the count do not fail on the hardware: they complete the NEXT phase, whose
-        waiters then release early. The telltale: two lanes of one warp complete two phases back to
-        back with no successful wait on this barrier in between (one mbarrier.arrive executed by the
-        whole warp on a barrier initialised for fewer arrivals)."""
+        """Arrivals beyond the count: the PTX ISA leaves them undefined. On an H200 a whole warp arriving
+        on a barrier initialised for one arrival failed the launch in 3 of 3 runs (an unspecified
+        launch failure), so the emulator stops at the first sign: two lanes of one warp completing
+        two phases back to back with no successful wait on this barrier in between."""
         prev = self.last_completer
-        if (prev is not None and prev[0] is thread.warp and prev[1] != thread.lane
+        if (prev is not None and prev[0] is thread.warp
                 and prev[2] == self.completed - 1 and prev[3] == self.waits):
-            raise ArrivalMismatch(
-                f"mbarrier {self.name} [CTA {self.cta.rank_text()}] expects {self.expected} arrival(s) per phase, "
-                f"but lane {prev[1]} and lane {thread.lane} of {thread.warp} completed phases {self.completed - 1} "
-                f"and {self.completed} back to back, with no wait on it in between: more threads arrive than the "
-                f"count it was initialised with (the whole warp executed mbarrier.arrive?). Initialise it with the "
-                f"number of arriving threads, or let one elected lane arrive.")
+            from .source import here
+
+            if prev[1] != thread.lane:
+                raise ArrivalMismatch(
+                    f"mbarrier {self.name} [CTA {self.cta.rank_text()}] expects {self.expected} arrival(s) per "
+                    f"phase, but lane {prev[1]} and lane {thread.lane} of {thread.warp} completed phases "
+                    f"{self.completed - 1} and {self.completed} back to back at {here()}, with no wait on it in "
+                    f"between: more threads arrive than the count it was initialised with (the whole warp "
+                    f"executed mbarrier.arrive?). On an H200 this failed the launch. Initialise it with the number "
+                    f"of arriving threads, or let one elected lane arrive; if the arrivals are meant for "
+                    f"successive phases, a wait for phase {self.completed - 1} is missing between them.")
         self.last_completer = (thread.warp, thread.lane, self.completed, self.waits)
 
-    def expect_tx(self, nbytes, at=0.0):
+    def expect_tx(self, nbytes, at=0.0, thread=None, site=0):
         self.tx += nbytes
         self.phase_time = max(self.phase_time, at)
+        if thread is not None:
+            self.expect_sites.append((thread, site, nbytes))
 
-    def complete_tx(self, nbytes, source, at=0.0):
+    def complete_tx(self, nbytes, source, at=0.0, vc=None):
         self.tx -= nbytes
         self.phase_time = max(self.phase_time, at)
+        self.sp.release_async(vc)
         if self.tx < 0 and self.pending == 0:
+            from .source import text
+
+            announced = "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in self.expect_sites) or "none"
             raise ExpectTxMismatch(
-                f"mbarrier {self.name} (phase {self.completed}): {source} delivered {nbytes} bytes but "
-                f"only {nbytes + self.tx} were still expected; expect_tx announced too few bytes "
-                f"(or a copy was signalled on the wrong barrier)")
+                f"mbarrier {self.name} (phase {self.completed}): {source} delivered {nbytes} bytes, but this phase's "
+                f"expect_tx announced fewer (announced: {announced}; {nbytes + self.tx} were still expected). "
+                f"The phase completed early, before all the data landed, and the extra bytes count against the "
+                f"next phase (on an H200 a too-small expect_tx hung the kernel in most runs). Announce every "
+                f"byte the copies deliver (or signal each copy on its own stage's barrier).")
         self._maybe_complete()
 
     def _maybe_complete(self):
         if self.pending == 0 and self.tx == 0:
             self.completion_time[self.completed] = self.phase_time
             self.completion_time.pop(self.completed - 3, None)
+            self.done_sp[self.completed] = self.sp
+            self.done_sp.pop(self.completed - 3, None)
+            self.sp = SyncPoint()
+            self.expect_sites = []
             self.completed += 1
             self.pending = self.expected
             self.arrived_by = []
@@ -119,6 +147,10 @@ class MBarrier(Waitable):
                 f"Flip the phase bit after every completion you consume (and carry it across "
                 f"persistent tiles instead of resetting it).")
         self.consumed[key] = phase
+        if phase >= 0:
+            sp = self.done_sp.get(phase)
+            if sp is not None:
+                sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
         self.meant[key] = self._next_meant(key, parity)
         self.waits += 1
         return self.completion_time.get(phase, 0.0)

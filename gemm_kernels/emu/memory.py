@@ -4,11 +4,18 @@ Shared memory is addressed as on the GPU: 32-bit shared-window addresses, with t
 the cluster from bit 24 up (what ``mapa`` and the H200 show). Kernels see typed numpy views of it;
 their ordinary (generic-proxy) stores are recorded per byte with the writing thread until that
 thread executes ``fence.proxy.async``, so a TMA store or an MMA that reads unfenced bytes is named.
+
+Both memories start poisoned, as on the chip where they hold whatever was there before: shared bytes
+are 0xFF and TMEM cells NaN, and a shadow records what was written, so a read of never-written bytes
+is an ``UninitializedRead`` instead of a lucky zero. Shared memory is only as large as the launch's
+dynamic size; each live mbarrier owns its 8 bytes.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import source as _source
+from .context import current_thread as _current_thread
 from .errors import MemoryFault, MissingProxyFence, TmemLifecycleError
 
 #: B200 per-block opt-in shared memory (PTX facts sheet, CUTLASS sm100_smem_capacity_bytes).
@@ -22,14 +29,32 @@ TMEM_LANES = 128
 TMEM_COLS = 512
 
 
-def _current_thread():
-    from .context import current_thread
+def _scalar_key(view, key):
+    """Byte offset (in the CTA's shared memory) of the element that ``key`` names, if it names one
+    element; None for a slice (which makes a view, not an access)."""
+    if isinstance(key, (int, np.integer)):
+        if view.ndim != 1:
+            return None
+        idx = (key,)
+    elif isinstance(key, tuple) and len(key) == view.ndim and all(isinstance(k, (int, np.integer)) for k in key):
+        idx = key
+    else:
+        return None
+    off = view._base
+    for i, n, s in zip(idx, view.shape, view.strides):
+        if i < 0 or i >= n:
+            return OUT_OF_BOUNDS
+        off += int(i) * s
+    return off
 
-    return current_thread()
+
+OUT_OF_BOUNDS = -1  # (valid offsets are >= SMEM_RESERVED)
 
 
 class SharedView(np.ndarray):
-    """A typed view of a CTA's shared memory that records who wrote which bytes."""
+    """A typed view of a CTA's shared memory. Element reads and writes go through the CTA's shadow
+    memory (initialisation, barriers, regions, happens-before); an index outside the view is a
+    MemoryFault naming the region and the launch's size, not a numpy IndexError."""
 
     _smem = None
     _base = 0  # byte offset of element 0 in the CTA's shared memory
@@ -41,18 +66,38 @@ class SharedView(np.ndarray):
             if self._smem is not None and obj is not None and isinstance(obj, np.ndarray):
                 self._base = parent + (self.__array_interface__["data"][0] - obj.__array_interface__["data"][0])
 
+    def __getitem__(self, key):
+        smem = self._smem
+        if smem is not None:
+            if type(key) is int and self.ndim == 1 and 0 <= key < self.shape[0]:  # the common case, fast
+                n = self.itemsize
+                off = self._base + key * n
+                smem.touch(off, off + n, False)
+                return np.ndarray.__getitem__(self, key)
+            off = _scalar_key(self, key)
+            if off is not None:
+                if off < 0:
+                    smem.bounds_fault(self, key, "read")
+                smem.touch(off, off + self.itemsize, False)
+        try:
+            return np.ndarray.__getitem__(self, key)
+        except IndexError:
+            smem.bounds_fault(self, key, "read")
+
     def __setitem__(self, key, value):
-        np.ndarray.__setitem__(self, key, value)
         smem = self._smem
         if smem is None:
-            return
-        if isinstance(key, (int, np.integer)) and self.ndim == 1:
-            lo = self._base + int(key) * self.strides[0]
-            if key < 0:
-                lo += self.shape[0] * self.strides[0]
-            hi = lo + self.itemsize
+            return np.ndarray.__setitem__(self, key, value)
+        off = _scalar_key(self, key)
+        if off is not None:
+            if off < 0:
+                smem.bounds_fault(self, key, "write")
+            lo, hi = off, off + self.itemsize
         else:
-            sub = np.ndarray.__getitem__(self, key)
+            try:
+                sub = np.ndarray.__getitem__(self, key)
+            except IndexError:
+                smem.bounds_fault(self, key, "write")
             if isinstance(sub, np.ndarray):
                 start = sub.__array_interface__["data"][0] - smem.buffer.__array_interface__["data"][0]
                 lo, hi = start, start + max(sub.nbytes, sub.itemsize)
@@ -63,23 +108,65 @@ class SharedView(np.ndarray):
                 idx = key if isinstance(key, tuple) else (key,)
                 lo = self._base + sum(int(i) * s for i, s in zip(idx, self.strides))
                 hi = lo + self.itemsize
-        smem.generic_write(lo, hi)
+        smem.touch(lo, hi, True, _site(1))
+        np.ndarray.__setitem__(self, key, value)
+
+
+def _site(depth):
+    return _source.site(depth + 1)
+
+
+#: what fresh shared memory holds (0xFF bytes: NaN as fp16/fp32, 0xFFFFFFFF as uint32)
+POISON_BYTE = 0xFF
+NEVER, BARRIER = -1, -2  # shadow writer codes: never written; a live mbarrier's 8 bytes
 
 
 class SharedMemory:
+    """One CTA's shared memory: the bytes, and per byte a shadow of who wrote and read it last (a
+    clock slot and epoch, hb.py) and at which kernel line, which named region it belongs to, and
+    whether a live mbarrier occupies it. Only the launch's dynamic size (plus static arrays) is
+    addressable."""
+
     def __init__(self, cta, dynamic_bytes):
         self.cta = cta
         self.size = SMEM_CAPACITY + SMEM_RESERVED
-        self.buffer = np.zeros(self.size, dtype=np.uint8)
+        self.buffer = np.full(self.size, POISON_BYTE, dtype=np.uint8)
         self.dirty = np.zeros(self.size, dtype=np.int32)  # writer thread id + 1, until it fences
         self.dynamic_bytes = dynamic_bytes
         self.dynamic_base = None
         self.static_next = None
         self.statics = []
         self.names = {}  # offset -> (name, size) for reports
+        self.limit = SMEM_RESERVED + dynamic_bytes  # end of the addressable bytes (grows with statics)
+        n = self.size
+        self.w_who = np.full(n, NEVER, dtype=np.int32)
+        self.w_ep = np.zeros(n, dtype=np.int32)
+        self.w_site = np.zeros(n, dtype=np.int32)
+        self.r_who = np.full(n, NEVER, dtype=np.int32)
+        self.r_ep = np.zeros(n, dtype=np.int32)
+        self.r_site = np.zeros(n, dtype=np.int32)
+        # reads by the asynchronous units (TMA store sources, MMA operands), kept apart so that an
+        # ordinary read of the same bytes does not hide them from a later write
+        self.ar_who = np.full(n, NEVER, dtype=np.int32)
+        self.ar_ep = np.zeros(n, dtype=np.int32)
+        self.ar_site = np.zeros(n, dtype=np.int32)
+        self._arw, self._arep = memoryview(self.ar_who), memoryview(self.ar_ep)
+        self.rid = np.full(n, -1, dtype=np.int16)  # named region index per byte
+        self._ww, self._wep, self._wsite = memoryview(self.w_who), memoryview(self.w_ep), memoryview(self.w_site)
+        self._rw, self._rep, self._rsite = memoryview(self.r_who), memoryview(self.r_ep), memoryview(self.r_site)
+        self._dirty = memoryview(self.dirty)
+        self.region_list = []
 
     def window_address(self, offset):
         return (self.cta.rank << RANK_SHIFT) | offset
+
+    def set_names(self, regions):
+        """[(name, absolute offset, size)]: the kernel's shared-memory plan, for reports and the
+        region-crossing check."""
+        for i, (name, off, size) in enumerate(regions):
+            self.names[off] = (name, size)
+            self.rid[off:off + size] = i
+            self.region_list.append((name, off, size))
 
     # -- carving -------------------------------------------------------------------------------
     def view(self, offset, nbytes, dtype, shape):
@@ -95,6 +182,7 @@ class SharedMemory:
         if self.dynamic_base is None:
             self.dynamic_base = -(-SMEM_RESERVED // align) * align
             self.static_next = self.dynamic_base + self.dynamic_bytes
+            self.limit = self.static_next
         elif self.dynamic_base % align:
             raise MemoryFault(f"dynamic shared memory at 0x{self.dynamic_base:x} is not {align}-byte aligned")
         itemsize = np.dtype(dtype).itemsize
@@ -117,15 +205,33 @@ class SharedMemory:
             raise MemoryFault(f"shared memory overflow: static array of {nbytes} B at 0x{off:x} exceeds "
                               f"{SMEM_CAPACITY} B per CTA")
         self.static_next = off + nbytes
+        self.limit = max(self.limit, self.static_next)
         v = self.view(off, nbytes, dtype, shape)
         self.statics.append(v)
         return v
 
     # -- addresses -----------------------------------------------------------------------------
     def check(self, offset, nbytes, what):
-        if offset < SMEM_RESERVED or offset + nbytes > self.size:
-            raise MemoryFault(f"{what}: shared bytes [0x{offset:x}, 0x{offset + nbytes:x}) are outside "
-                              f"this CTA's shared memory")
+        if offset < SMEM_RESERVED or offset + nbytes > self.limit:
+            raise MemoryFault(f"{what}: shared bytes [0x{offset:x}, 0x{offset + nbytes:x}) of CTA "
+                              f"{self.cta.rank_text()} are outside the launch's shared memory [0x{SMEM_RESERVED:x}, "
+                              f"0x{self.limit:x}) ({self.dynamic_bytes} dynamic bytes){self._near(offset)}")
+
+    def _near(self, offset):
+        if not self.region_list:
+            return ""
+        name, off, size = max(self.region_list, key=lambda r: r[1] + r[2])
+        return f"; the last named region is {name} [0x{off:x}, 0x{off + size:x})"
+
+    def bounds_fault(self, view, key, how):
+        from .source import text
+
+        n = view.shape[0] if view.ndim else 1
+        raise MemoryFault(
+            f"{how} of shared-memory index {key!r} at {text(_site(2))}: the view has {n} elements of "
+            f"{view.itemsize} B ({view.nbytes} B from 0x{view._base:x}), and this launch has {self.dynamic_bytes} "
+            f"bytes of dynamic shared memory{self._near(view._base)}. On the chip the access lands outside "
+            f"the CTA's allocation (an illegal-address fault, or another buffer's bytes).")
 
     def name_of(self, offset):
         best = None
@@ -137,23 +243,175 @@ class SharedMemory:
         name, start = best
         return f"{name}" if start == offset else f"{name}+0x{offset - start:x}"
 
+    # -- the shadow: initialisation, barriers, regions, happens-before ----------------------------
+    def touch(self, lo, hi, write, sid=None, thread=None):
+        """An ordinary load or store of bytes [lo, hi) by the running thread at kernel site ``sid``.
+        (Scalar work goes through memoryviews of the shadow arrays: a numpy scalar access costs
+        several times more, and this runs for every shared-memory access of every thread.)"""
+        t = thread or _current_thread()
+        if t is None:
+            return
+        if sid is None and write:
+            sid = _source.site(1)
+        if lo < SMEM_RESERVED or hi > self.limit:
+            self.check(lo, hi - lo, f"{'st' if write else 'ld'}.shared by {t} at {_text(sid or _source.site(1))}")
+        clock = t.warp.clock
+        slot = clock.slot
+        vcm = clock.vcm
+        ww, wep = self._ww, self._wep
+        b = lo
+        while True:
+            x = ww[b]
+            if x < 0:
+                if x == BARRIER:
+                    self.barrier_fault(b, "an ordinary " + ("store" if write else "load"), t, sid or _source.site(1))
+                if not write:
+                    self.uninit_fault(b, f"an ordinary load by {t} at {_text(sid or _source.site(1))}")
+            elif x != slot and wep[b] > vcm[x]:
+                self.race(b, write, slot, sid or _source.site(1), x, wep[b], self._wsite[b], True)
+            if write:
+                r = self._rw[b]
+                if r >= 0 and r != slot and self._rep[b] > vcm[r]:
+                    self.race(b, True, slot, sid, r, self._rep[b], self._rsite[b], False)
+                r = self._arw[b]
+                if r >= 0 and self._arep[b] > vcm[r]:
+                    self.race(b, True, slot, sid, r, self._arep[b], int(self.ar_site[b]), False)
+            if b == hi - 1:
+                break
+            b = hi - 1
+        ep = vcm[slot]
+        if write:
+            if hi - lo > 1 and self.rid[lo] != self.rid[hi - 1]:
+                self.crossing_fault(lo, hi, f"an ordinary store by {t} at {_text(sid)}")
+            if hi - lo <= 4:
+                wsite, dirty, mark = self._wsite, self._dirty, t.tid + 1
+                for i in range(lo, hi):
+                    ww[i] = slot
+                    wep[i] = ep
+                    wsite[i] = sid
+                    dirty[i] = mark
+            else:
+                self.w_who[lo:hi] = slot
+                self.w_ep[lo:hi] = ep
+                self.w_site[lo:hi] = sid
+                self.dirty[lo:hi] = t.tid + 1
+            if self.cta is t.cta:
+                t.unfenced.append((lo, hi))
+        else:
+            rw, rep, rsite = self._rw, self._rep, self._rsite
+            if rw[lo] == slot and rep[lo] == ep and rw[hi - 1] == slot:
+                return  # this warp already read these bytes in this epoch (its other lanes, typically)
+            if sid is None:
+                sid = _source.site(1)
+            if hi - lo <= 4:
+                for i in range(lo, hi):
+                    rw[i] = slot
+                    rep[i] = ep
+                    rsite[i] = sid
+            else:
+                self.r_who[lo:hi] = slot
+                self.r_ep[lo:hi] = ep
+                self.r_site[lo:hi] = sid
+        if t.cta is not self.cta:
+            self.cta.remote_access(t, slot, ep, sid, f"ordinary {'store' if write else 'load'} (DSMEM)")
+
+    def touch_async(self, addrs, write, slot, vc, sid, what, issuer):
+        """An asynchronous unit's access to the byte offsets ``addrs`` (an int array), ordered after
+        what its clock ``vc`` knows; recorded as ``slot`` at the clock's epoch of that slot."""
+        ww = self.w_who[addrs]
+        if (ww == BARRIER).any():
+            self.barrier_fault(int(addrs[np.flatnonzero(ww == BARRIER)[0]]), what, issuer, sid)
+        if not write and (ww == NEVER).any():
+            self.uninit_fault(int(addrs[np.flatnonzero(ww == NEVER)[0]]), f"{what} (issued at {_text(sid)})")
+        known = vc[np.maximum(ww, 0)]
+        bad = (ww >= 0) & (ww != slot) & (self.w_ep[addrs] > known)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            b = int(addrs[i])
+            self.race(b, write, slot, sid, int(ww[i]), int(self.w_ep[b]), int(self.w_site[b]), True, what)
+        ep = vc[slot]
+        if write:
+            for who, eps, sites in ((self.r_who, self.r_ep, self.r_site), (self.ar_who, self.ar_ep, self.ar_site)):
+                rr = who[addrs]
+                bad = (rr >= 0) & (rr != slot) & (eps[addrs] > vc[np.maximum(rr, 0)])
+                if bad.any():
+                    i = int(np.flatnonzero(bad)[0])
+                    b = int(addrs[i])
+                    self.race(b, True, slot, sid, int(rr[i]), int(eps[b]), int(sites[b]), False, what)
+            rid = self.rid[addrs]
+            if rid.min() != rid.max():
+                self.crossing_fault(int(addrs.min()), int(addrs.max()) + 1, what)
+            self.w_who[addrs] = slot
+            self.w_ep[addrs] = ep
+            self.w_site[addrs] = sid
+        else:
+            self.ar_who[addrs] = slot
+            self.ar_ep[addrs] = ep
+            self.ar_site[addrs] = sid
+
+    def mark_barrier(self, off, live):
+        """mbarrier.init (live) or mbarrier.inval: the barrier's 8 bytes are its state, not data."""
+        self.w_who[off:off + 8] = BARRIER if live else NEVER
+
+    # -- reports -----------------------------------------------------------------------------------
+    def barrier_fault(self, b, what, t, sid):
+        bar = self.cta.mbarriers.get(b - b % 8)
+        name = bar.name if bar is not None else self.name_of(b)
+        raise MemoryFault(
+            f"{what} by {t} at {_text(sid)} touches shared byte 0x{b:x} of CTA {self.cta.rank_text()}, which "
+            f"belongs to the live mbarrier {name} (its 8 bytes are the barrier's state). A buffer runs into "
+            f"the barriers, or an offset is wrong; invalidate a barrier (mbarrier.inval) before reusing its bytes.")
+
+    def crossing_fault(self, lo, hi, what):
+        a, b = self.name_of(lo), self.name_of(hi - 1)
+        raise MemoryFault(
+            f"{what} writes shared bytes [0x{lo:x}, 0x{hi:x}) of CTA {self.cta.rank_text()}: it starts in {a} "
+            f"and runs into {b}. A region of the shared-memory plan is too small, or an offset or stride is wrong.")
+
+    def uninit_fault(self, b, what):
+        from .errors import UninitializedRead
+
+        raise UninitializedRead(
+            f"{what} reads shared byte 0x{b:x} ({self.name_of(b)}) of CTA {self.cta.rank_text()}, which nothing "
+            f"wrote before: fresh shared memory holds whatever the previous kernel left there. Write it (or "
+            f"wait for the TMA that fills it) before reading it.")
+
+    def race(self, b, write, slot, sid, other, other_ep, other_sid, other_wrote, what=None):
+        from .errors import DataRace, SharedMemoryHazard
+
+        cl = self.cta.cluster
+        me = what or f"{'store' if write else 'load'} by {cl.slot_text(slot)}"
+        them = f"{'write' if other_wrote else 'read'} by {cl.slot_text(other)} at {_text(other_sid)}"
+        msg = (f"{me} at {_text(sid)} and the {them} touch shared byte 0x{b:x} ({self.name_of(b)}) of CTA "
+               f"{self.cta.rank_text()}, and nothing orders them: no mbarrier phase, named barrier, cluster barrier "
+               f"or bulk-group wait lies between them, so on the chip either may come first. Make the second wait "
+               f"for a signal that the first one gives.")
+        if cl.is_warp_slot(slot) and cl.is_warp_slot(other):
+            raise DataRace(msg)
+        raise SharedMemoryHazard(msg)  # one side is an asynchronous unit (TMA, tensor core)
+
     # -- proxy tracking --------------------------------------------------------------------------
     def generic_write(self, lo, hi):
-        t = _current_thread()
-        if t is not None:
-            self.dirty[lo:hi] = t.tid + 1
+        """An ordinary store of bytes [lo, hi) by the running thread (from a PTX twin)."""
+        self.touch(lo, hi, True, _site(1))
 
-    def async_write(self, lo, hi, data):
-        self.buffer[lo:hi] = data
-        self.dirty[lo:hi] = 0
+    def store(self, off, data, thread=None):
+        """An ordinary store of ``data`` (bytes as a uint8 array) at ``off`` from a PTX twin."""
+        self.touch(off, off + len(data), True, _site(1), thread)
+        self.buffer[off:off + len(data)] = data
 
     def async_write_scatter(self, addrs, data):
         self.buffer[addrs] = data
         self.dirty[addrs] = 0
 
     def fence_proxy_async(self, thread):
-        d = self.dirty
-        d[d == thread.tid + 1] = 0
+        """Only the ranges this thread stored to since its last fence are visited (a scan of all of
+        shared memory per fence dominated the epilogues' time)."""
+        d, mark = self.dirty, thread.tid + 1
+        for lo, hi in thread.unfenced:
+            seg = d[lo:hi]
+            seg[seg == mark] = 0
+        thread.unfenced = []
 
     def check_fenced(self, lo, hi, reader):
         d = self.dirty[lo:hi]
@@ -166,12 +424,26 @@ class SharedMemory:
                 f"fence.proxy.async.shared::cta before the CTA barrier. Add the fence after the stores.")
 
 
+def _text(sid):
+    return _source.text(sid)
+
+
 class Tmem:
     """Tensor memory of one CTA and its column allocator (units of 32 columns)."""
 
     def __init__(self, cta):
         self.cta = cta
-        self.cells = np.zeros((TMEM_LANES, TMEM_COLS), dtype=np.float32)
+        self.cells = np.full((TMEM_LANES, TMEM_COLS), np.nan, dtype=np.float32)  # fresh TMEM: poisoned
+        self.written = np.zeros((TMEM_LANES, TMEM_COLS), dtype=bool)
+        # happens-before shadow per column: the last MMA that wrote it (async slot, epoch, site) and,
+        # per lane quarter, the last tcgen05.ld that read it (warp slot, epoch, site)
+        self.mma_who = np.full(TMEM_COLS, -1, dtype=np.int32)
+        self.mma_ep = np.zeros(TMEM_COLS, dtype=np.int32)
+        self.mma_site = np.zeros(TMEM_COLS, dtype=np.int32)
+        self.ld_who = np.full((4, TMEM_COLS), -1, dtype=np.int32)
+        self.ld_ep = np.zeros((4, TMEM_COLS), dtype=np.int32)
+        self.ld_site = np.zeros((4, TMEM_COLS), dtype=np.int32)
+        self.freed_by = {}  # 32-column unit -> (warp, site) of the dealloc that freed it last
         self.owner = [None] * (TMEM_COLS // 32)  # allocation start per 32-column unit
         self.allocations = {}  # start column -> (ncols, warp)
         self.relinquished = False
@@ -195,6 +467,10 @@ class Tmem:
         for u in range(col // 32, (col + ncols) // 32):
             self.owner[u] = col
         self.allocations[col] = (ncols, warp)
+        self.cells[:, col:col + ncols] = np.nan  # a new allocation holds garbage, not zeros
+        self.written[:, col:col + ncols] = False
+        self.mma_who[col:col + ncols] = -1
+        self.ld_who[:, col:col + ncols] = -1
         return col
 
     def free(self, col, ncols, warp):

@@ -108,11 +108,6 @@ class Scheduler:
         waitable.waiters.append((thread, cond))
         self._main.switch()
 
-    def yield_now(self):
-        thread = self.current
-        self.runnable.append(thread)
-        self._main.switch()
-
     # -- asynchronous work ---------------------------------------------------------------------
     def submit(self, op):
         if self.policy == "eager" and op.ready():

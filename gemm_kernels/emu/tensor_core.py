@@ -10,8 +10,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import costmodel
-from .errors import DescriptorError, MemoryFault, SharedMemoryHazard, TmemHazard
+from .errors import (
+    DescriptorError,
+    MemoryFault,
+    SharedMemoryHazard,
+    TmemHazard,
+    UninitializedRead,
+)
+from .hb import MMA, TC_WRITE
 from .scheduler import AsyncOp
+from .source import site, text
+from .tmem_rules import check_allocated
 from .tma import swizzle_offsets
 
 _SWIZZLE_CODES = {0: "none", 2: "128B", 4: "64B", 6: "32B"}
@@ -113,16 +122,17 @@ class Mma(AsyncOp):
         self.d_lane = (int(d_tmem) >> 16) & 0xFFFF
         self.d_col = int(d_tmem) & 0xFFFF
         self.accumulate = bool(accumulate)
+        self.site = site(1)
         super().__init__(thread, f"MMA M={self.m} N={self.n} K=16 into TMEM columns {self.d_col}..{self.d_col + self.n - 1} "
                                  f"(cta_group::{cta_group}, issued by {thread})")
         if self.d_lane:
             raise MemoryFault(f"{self.description}: D address has lane {self.d_lane}; an M={self.m} accumulator starts "
                               f"at lane 0")
         self.ranges = []
+        thread.tcgen05_op("tcgen05.mma", self.site, TC_WRITE)
+        self.slot, self.vc = thread.warp.clock.async_op(MMA)
         for cta in ctas:
-            for col in range(self.d_col, self.d_col + self.n, 32):
-                if cta.tmem.owner[col // 32] is None:
-                    raise MemoryFault(f"{self.description}: TMEM column {col} of CTA {cta.rank_text()} is not allocated")
+            check_allocated(thread, cta, self.d_col, self.n, "an MMA", self.site)
             for warp in cta.warps:
                 for (l0, l1, c0, c1) in warp.outstanding_ld:
                     if c0 < self.d_col + self.n and self.d_col < c1:
@@ -143,6 +153,11 @@ class Mma(AsyncOp):
                             f"{thread} issued an MMA reading operand {name} at {smem.name_of(lo)} of CTA {cta.rank_text()} "
                             f"while {w.description} is still writing it. Wait on the stage's TMA barrier first.")
                 self.ranges.append((cta, lo, hi))
+            for addrs, name in ((self.a_addr, "A"), (self.b_addr, "B")):
+                smem.touch_async(addrs.ravel(), False, self.slot, self.vc, self.site,
+                                 f"the MMA issued by {thread} (operand {name} at {smem.name_of(int(addrs.min()))})",
+                                 thread)
+            self._check_tmem_order(cta, thread)
         self.lo = min(r[1] for r in self.ranges)
         self.hi = max(r[2] for r in self.ranges)
         self.snapshots = None if thread.launch.timing else [
@@ -161,6 +176,26 @@ class Mma(AsyncOp):
             tr.add(lane=f"CTA {leader.linear} tensor core" if thread.launch.multi_cta else "tensor core", op="mma",
                    start=costmodel.cycles_to_ns(self.start), end=costmodel.cycles_to_ns(self.end), cta=leader.linear,
                    flops=2 * self.m * self.n * 16)
+
+    def _check_tmem_order(self, cta, thread):
+        """The accumulator's columns: every earlier tcgen05.ld of them must be ordered before this MMA
+        (the readers waited on their load and signalled); then this MMA is their last writer."""
+        tm = cta.tmem
+        cols = slice(self.d_col, self.d_col + self.n)
+        who = tm.ld_who[:, cols]
+        bad = (who >= 0) & (tm.ld_ep[:, cols] > self.vc[np.maximum(who, 0)])
+        if bad.any():
+            q, c = (int(x[0]) for x in np.nonzero(bad))
+            col = self.d_col + c
+            raise TmemHazard(
+                f"{thread} issued an MMA at {text(self.site)} into TMEM columns {self.d_col}..{self.d_col + self.n - 1} "
+                f"of CTA {cta.rank_text()}, but the tcgen05.ld of column {col} by "
+                f"{cta.cluster.slot_text(int(who[q, c]))} at {text(int(tm.ld_site[q, col]))} is not ordered before it: "
+                f"the MMA may overwrite the accumulator while it is being read. The readers must finish (wait::ld), "
+                f"fence::before_thread_sync and signal a barrier that the MMA issuer waits on.")
+        tm.mma_who[cols] = self.slot
+        tm.mma_ep[cols] = self.vc[self.slot]
+        tm.mma_site[cols] = self.site
 
     def reads(self, cta, lo, hi):
         """Does this MMA read any of the shared bytes [lo, hi) of ``cta``?"""
@@ -192,8 +227,17 @@ class Mma(AsyncOp):
         for i, cta in enumerate(self.ctas):
             block = prod[i * rows:(i + 1) * rows]
             cells = cta.tmem.cells[0:rows, self.d_col:self.d_col + self.n]
+            written = cta.tmem.written[0:rows, self.d_col:self.d_col + self.n]
             if self.accumulate:
+                if not written.all():
+                    lane, col = (int(x[0]) for x in np.nonzero(~written))
+                    raise UninitializedRead(
+                        f"{self.description} at {text(self.site)} accumulates (enable-input-d = 1) into TMEM lane "
+                        f"{lane}, column {self.d_col + col} of CTA {cta.rank_text()}, which no earlier MMA or tcgen05.st "
+                        f"wrote: fresh TMEM holds garbage, not zeros. The first MMA of an accumulation must "
+                        f"overwrite (accumulate = 0).")
                 block = cells + block
+            written[...] = True
             if self.fmt["d_fmt"] == 0:
                 block = block.astype(np.float16).astype(np.float32)
             cells[...] = block
@@ -210,10 +254,14 @@ class Commit(AsyncOp):
         self.bars = bars
         self.after = after
         self.at = max([thread.clock] + [m.end for m in after])
+        # the commit's arrival carries the completion of every earlier MMA of the warp, and it is an
+        # implicit tcgen05.fence::before_thread_sync
+        self.vc = thread.warp.clock.async_so_far()
+        thread.tc_unfenced = None
 
     def ready(self):
         return all(m.done for m in self.after)
 
     def execute(self):
         for bar in self.bars:
-            bar.arrive(self.issuer, 1, at=self.at)
+            bar.arrive(self.issuer, 1, at=self.at, async_vc=self.vc, tcgen05=True)

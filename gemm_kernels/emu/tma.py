@@ -6,7 +6,9 @@ import numpy as np
 
 from . import costmodel
 from .errors import MemoryFault, SharedMemoryHazard
-from .scheduler import AsyncOp, Waitable
+from .hb import BULK, TMA
+from .scheduler import AsyncOp
+from .source import site
 
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 
@@ -117,6 +119,14 @@ class TmaLoad(AsyncOp):
                     f"of CTA {dst_cta.rank_text()} while {other.description} still reads those bytes. Wait for the "
                     f"barrier that the MMA's commit signals (the stage's 'empty' barrier) before reusing the buffer.")
         dst_cta.smem_writers.append(self)
+        # happens-before: the copy may write its bytes at any moment from now until its barrier phase
+        # completes, so it is recorded now, as a write by the issuing warp's asynchronous work
+        self.site = site(1)
+        self.slot, self.vc = thread.warp.clock.async_op(TMA)
+        dst_cta.smem.touch_async(self.addrs, True, self.slot, self.vc, self.site,
+                                 f"the TMA load issued by {thread} into {dst_cta.smem.name_of(self.lo)}", thread)
+        if dst_cta is not thread.cta:
+            dst_cta.remote_access(thread, self.slot, int(self.vc[self.slot]), self.site, "a TMA load (DSMEM)")
         thread.event(thread.warp_role(), "tma.issue", thread.clock, thread.clock + 1, barrier=bar.name,
                      nbytes=tmap.box_bytes)
         if thread.launch.trace is not None:
@@ -131,7 +141,7 @@ class TmaLoad(AsyncOp):
         else:
             self.cta.smem.async_write_scatter(self.addrs, self.tmap.read_box(self.c0, self.c1))
         self.cta.smem_writers.remove(self)
-        self.bar.complete_tx(self.tmap.box_bytes, f"TMA load of {self.tmap.name}", at=self.end)
+        self.bar.complete_tx(self.tmap.box_bytes, f"TMA load of {self.tmap.name}", at=self.end, vc=self.vc)
 
 
 class TmaStore(AsyncOp):
@@ -147,6 +157,10 @@ class TmaStore(AsyncOp):
         smem = thread.cta.smem
         smem.check(self.lo, self.hi - self.lo, "TMA store source")
         smem.check_fenced(self.lo, self.hi, f"the TMA store issued by {thread}")
+        self.site = site(1)
+        self.slot, self.vc = thread.warp.clock.async_op(BULK)
+        smem.touch_async(self.addrs, False, self.slot, self.vc, self.site,
+                         f"the TMA store issued by {thread} from {smem.name_of(self.lo)}", thread)
         self.snapshot = None if thread.launch.timing else smem.buffer[self.addrs].copy()
         self.start, self.end = _engine_time(thread.cta, thread.clock, tmap.box_bytes)
         self.waiters = thread.bulk_waitable
@@ -168,5 +182,3 @@ class TmaStore(AsyncOp):
         self.waiters.notify()
 
 
-class BulkGroups(Waitable):
-    """A thread's committed bulk-store groups, for cp.async.bulk.wait_group.read."""

@@ -92,3 +92,74 @@ def store_staging(tmap_d, staging_addr, row0, col0, ncols):
         ptx.tma_store_2d(tmap_d, col0 + box * STAGE_COLS, row0, staging_addr + box * (128 * 128))
     ptx.bulk_commit_group()
     ptx.bulk_wait_group_read0()
+
+
+# -- the subtiled epilogue of steps 7-9 -------------------------------------------------------------
+# The accumulator leaves in subtiles of 32 columns: one tcgen05.ld.32x32b.x32 per thread, 16 fp16
+# pairs, 64 bytes per row. A subtile is staged in an 8 KiB buffer (128 rows x 64 B, 64B-swizzled, the
+# layout a TMA store with a 64B-swizzled 128 x 32 box reads), and a ring of STAGING_BUFFERS such
+# buffers lets stores of earlier subtiles go on reading while the warps fill the next one.
+SUBTILE_COLS = 32
+SUBTILE_BYTES = 128 * SUBTILE_COLS * 2
+SUBTILE_SWIZZLE = "64B"  # a 32-column fp16 row is 64 bytes
+SUBTILE_ALIGN = 512  # the 64B swizzle pattern repeats every 8 rows of 64 bytes
+
+
+@cuda.jit(device=True, forceinline=True)
+def subtile_row(staging_addr, row):
+    """Shared address of ``row`` of a 64B-swizzled subtile buffer at ``staging_addr``, with the
+    row's swizzle folded in: the 16-byte chunk j of the row is at ``subtile_row(...) ^ (j << 4)``.
+    (Swizzle<2,4,3>: chunk bits 4-5 are XORed with bits 7-8 of the offset, i.e. with (row >> 1) & 3;
+    a row starts 64-byte aligned, so the XOR with j << 4 is the whole per-chunk address arithmetic.)"""
+    r = uint32(row)
+    return uint32(uint32(staging_addr) + (r << uint32(6)) + (((r >> uint32(1)) & uint32(3)) << uint32(4)))
+
+
+@cuda.jit(device=True, forceinline=True)
+def tmem_load_subtile(taddr):
+    """This thread's row of 32 accumulator columns at TMEM address ``taddr`` (lane field included),
+    waited on (tcgen05.wait::ld) and rounded to 16 fp16 pairs."""
+    v = ptx.tmem_ld_32x32b_x32(taddr)
+    ptx.tmem_wait_ld()
+    return (ptx.pack_f16x2(v[0], v[1]), ptx.pack_f16x2(v[2], v[3]), ptx.pack_f16x2(v[4], v[5]),
+            ptx.pack_f16x2(v[6], v[7]), ptx.pack_f16x2(v[8], v[9]), ptx.pack_f16x2(v[10], v[11]),
+            ptx.pack_f16x2(v[12], v[13]), ptx.pack_f16x2(v[14], v[15]), ptx.pack_f16x2(v[16], v[17]),
+            ptx.pack_f16x2(v[18], v[19]), ptx.pack_f16x2(v[20], v[21]), ptx.pack_f16x2(v[22], v[23]),
+            ptx.pack_f16x2(v[24], v[25]), ptx.pack_f16x2(v[26], v[27]), ptx.pack_f16x2(v[28], v[29]),
+            ptx.pack_f16x2(v[30], v[31]))
+
+
+@cuda.jit(device=True, forceinline=True)
+def subtile_row_chunks(row_addr):
+    """The addresses of the row's four 16-byte chunks in staging buffer 0 (``row_addr ^ 16 j``),
+    computed once per thread: buffer b's chunk is then ``chunk + b * SUBTILE_BYTES``, an immediate
+    offset of the store (b is a compile-time constant in the unrolled subtile loop)."""
+    r = uint32(row_addr)
+    return r, r ^ uint32(16), r ^ uint32(32), r ^ uint32(48)
+
+
+@cuda.jit(device=True, forceinline=True)
+def store_subtile_row(chunks, offset, p):
+    """The 16 fp16 pairs ``p`` of one row into its subtile buffer (``chunks`` from subtile_row_chunks,
+    ``offset`` the buffer's byte offset from buffer 0): four 16-byte stores, conflict-free under the
+    swizzle."""
+    ptx.st_shared_v4(chunks[0] + offset, p[0], p[1], p[2], p[3])
+    ptx.st_shared_v4(chunks[1] + offset, p[4], p[5], p[6], p[7])
+    ptx.st_shared_v4(chunks[2] + offset, p[8], p[9], p[10], p[11])
+    ptx.st_shared_v4(chunks[3] + offset, p[12], p[13], p[14], p[15])
+
+
+@cuda.jit(device=True, forceinline=True)
+def wait_staging_buffer(buffers):
+    """Run by the storing thread right after committing subtile s's store, before the named barrier
+    that lets the warps write subtile s + 1: wait until all but the ``buffers - 1`` most recent
+    stores have finished reading, i.e. store s + 1 - buffers, the last one to read the buffer that
+    subtile s + 1 fills (``cp.async.bulk.wait_group.read 3`` with 4 buffers, as CUTLASS does)."""
+    if buffers == 1:
+        ptx.bulk_wait_group_read0()
+    elif buffers == 2:
+        ptx.bulk_wait_group_read1()
+    elif buffers == 3:
+        ptx.bulk_wait_group_read2()
+    else:
+        ptx.bulk_wait_group_read3()

@@ -15,21 +15,22 @@ def describe(array, box_rows, box_cols, swizzle="128B"):
 
 
 def emulator_maps(specs):
-    """specs: [(name, numpy array, box_rows, box_cols)] -> (addresses, {address: TensorMapModel})."""
+    """specs: [(name, numpy array, box_rows, box_cols[, swizzle])] -> (addresses, {address: TensorMapModel})."""
     from ..emu import TensorMapModel
 
     addrs, models = [], {}
-    for i, (name, array, rows, cols) in enumerate(specs):
-        describe(array, rows, cols)  # the same validation as on the GPU
+    for i, (name, array, rows, cols, *swz) in enumerate(specs):
+        swizzle = swz[0] if swz else "128B"
+        describe(array, rows, cols, swizzle)  # the same validation as on the GPU
         addr = _EMU_BASE + 128 * i
-        models[addr] = TensorMapModel(array, rows, cols, "128B", name=name)
+        models[addr] = TensorMapModel(array, rows, cols, swizzle, name=name)
         addrs.append(addr)
     return addrs, models
 
 
 def gpu_maps(specs):
-    """specs: [(name, device array, box_rows, box_cols)] -> (addresses, keep-alive objects)."""
+    """specs: [(name, device array, box_rows, box_cols[, swizzle])] -> (addresses, keep-alive objects)."""
     from ..runtime.tensormap import encode_on_gpu
 
-    maps = [encode_on_gpu(describe(arr, rows, cols), arr) for _, arr, rows, cols in specs]
+    maps = [encode_on_gpu(describe(arr, rows, cols, *swz), arr) for _, arr, rows, cols, *swz in specs]
     return [m.address for m in maps], maps

@@ -101,17 +101,18 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
     from .host import Launched, run_on_emulator, run_on_gpu
     from .tensor_maps import emulator_maps, gpu_maps
 
-    (am, ak), (bm, bk), (dm, dn) = boxes
+    (am, ak), (bm, bk), (dm, dn, *dswz) = boxes  # the D box may name its swizzle (default 128B)
     d = np.zeros((m, n), dtype=np.float16)
+    dspec = ("D", d, dm, dn) + tuple(dswz)
     if backend == "emulator":
-        addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), ("D", d, dm, dn)])
+        addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), dspec])
         launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k // 64,) + tuple(extra), plan=plan,
                                  cluster=cluster, policy=policy, seed=seed, trace=trace, tensor_maps=models)
         return Launched(d, backend, launch) if trace else d
     from numba import cuda
 
     da, db, dd = cuda.to_device(a), cuda.to_device(b), cuda.to_device(d)
-    addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn)])
+    addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn) + tuple(dswz)])
     args = tuple(np.uint64(x) for x in addrs) + (np.int32(k // 64),) + tuple(extra)
     if cluster != (1, 1, 1):
         # a persistent grid of clusters: no more clusters than can be resident at once (not every

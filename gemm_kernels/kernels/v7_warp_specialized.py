@@ -23,8 +23,9 @@ from ..layouts import make_instr_desc
 from ..pipeline import advance, grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
-from .descriptors import DESC_LO_K_STEP, sw128_desc, sw128_desc_lo
-from .epilogue import MAX_PACKED, packed_to_staging, store_staging_async, tmem_load_packed
+from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
+from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, store_subtile_row, subtile_row,
+                       subtile_row_chunks, tmem_load_subtile, wait_staging_buffer)
 from .tmem_lifecycle import tmem_allocate, tmem_free
 from .v4_tma import tma_launch
 from .v6_persistent import EMULATOR_CTAS, GROUP
@@ -35,9 +36,10 @@ TILE_BYTES = BLOCK_M * BLOCK_K * 2
 STAGE_DESC_STEP = TILE_BYTES >> 4  # one stage further in a descriptor's low word
 ACC_COLS = 128  # one fp32 accumulator of a 128 x 128 tile
 IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
-DEFAULT_DEPTH = 4
+DEFAULT_DEPTH = 6  # 6 x 32 KiB of A/B stages + 4 x 8 KiB of staging: 224 KiB of the 227 KiB
 DEFAULT_ACC_STAGES = 2  # TMEM accumulators: the MMA fills one while the writeback drains the other
-STAGING_BYTES = BLOCK_M * BLOCK_N * 2  # one 128 x 128 fp16 tile; two of them, used in turn
+STAGING_BUFFERS = 4  # 8 KiB subtile buffers of 128 x 32 fp16, used in turn
+SUBTILES = BLOCK_N // SUBTILE_COLS  # per tile; a multiple of STAGING_BUFFERS keeps the ring in step
 WRITEBACK_BARRIER = 1  # named barrier ID of warpgroup 0 (0 is __syncthreads)
 PRODUCER_WARP, MMA_WARP = 4, 5
 
@@ -47,7 +49,7 @@ def make_plan(depth, acc_stages=DEFAULT_ACC_STAGES):
     offs = dict(
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
         b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
-        d=plan.add("D staging", STAGING_BYTES, align=1024, count=2),
+        d=plan.add("D staging", SUBTILE_BYTES, align=1024, count=STAGING_BUFFERS),
         full=plan.add("tma2mma", 8, align=8, count=depth),
         empty=plan.add("mma2tma", 8, align=8, count=depth),
         acc_full=plan.add("mma2ld", 8, align=8, count=acc_stages),
@@ -73,7 +75,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
         smem32 = cuda.shared.array(0, uint32, alignment=1024)
         base = ptx.shared_addr(smem)
         tid = cuda.threadIdx.x
-        warp = tid // 32
+        warp = ptx.warp_uniform(tid // 32)  # the same in all 32 lanes, and ptxas knows it
         num_tiles = num_m * num_n
 
         if tid == 0:
@@ -139,8 +141,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     b_desc = b_lo + stage * STAGE_DESC_STEP
                     if ptx.elect_sync():
                         for k in range(BLOCK_K // MMA_K):
-                            ptx.tcgen05_mma(d_tmem, sw128_desc(a_desc + k * DESC_LO_K_STEP),
-                                            sw128_desc(b_desc + k * DESC_LO_K_STEP), IDESC, accumulate | uint32(k > 0))
+                            ptx.tcgen05_mma_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
+                                               IDESC, accumulate | uint32(k > 0))
                         ptx.tcgen05_commit(base + EMPTY0 + 8 * stage)  # stage free once these MMAs are done
                     accumulate = uint32(1)
                     stage, phase = advance(stage, phase, DEPTH)
@@ -149,34 +151,42 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 acc, acc_phase = advance(acc, acc_phase, ACC)
                 t += cuda.gridDim.x
         elif warp < 4:
+            # The writeback, one 32-column subtile at a time: TMEM -> registers (16 fp16 pairs) ->
+            # staging buffer sub % STAGING_BUFFERS -> TMA store, with up to STAGING_BUFFERS - 1 stores
+            # still reading their buffers while the warps fill the next.
             ptx.set_warp_role(ROLE_WRITEBACK)
-            packed = cuda.local.array(MAX_PACKED, uint32)
             if tid == 0:  # the thread that issues the stores acquires the D tensor map
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
+                ptx.prefetch_tensormap(tmap_d)
+            chunks = subtile_row_chunks(subtile_row(base + D_STAGING, tid))  # this thread's row, buffer 0
+            lanes = tmem + ((32 * warp) << 16)  # this warp's TMEM lane quarter
             acc = uint32(0)
             acc_phase = uint32(0)
-            stg = 0  # which of the two staging buffers this tile uses
             t = cuda.blockIdx.x
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                staging = base + D_STAGING + stg * STAGING_BYTES
                 ptx.mbarrier_wait_sleep(base + MMA2LD + 8 * acc, acc_phase)  # a whole tile's MMAs: sleep
                 ptx.tcgen05_fence_after()
-                tmem_load_packed(packed, tmem, warp, acc * ACC_COLS, BLOCK_N)  # ends with tcgen05.wait::ld
-                ptx.tcgen05_fence_before()
-                if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed
-                    ptx.mbarrier_arrive(base + LD2MMA + 8 * acc)  # this accumulator may be refilled
+                for sub in range(SUBTILES):
+                    packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
+                    if sub == SUBTILES - 1:  # every column read: the MMA warp may refill the accumulator
+                        ptx.tcgen05_fence_before()
+                        if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed
+                            ptx.mbarrier_arrive(base + LD2MMA + 8 * acc)
+                    buf = sub % STAGING_BUFFERS
+                    store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
+                    ptx.fence_proxy_async()  # the stores, before the TMA (async proxy) reads them
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the subtile is staged
+                    if tid == 0:
+                        ptx.tma_store_2d(tmap_d, n_idx * BLOCK_N + sub * SUBTILE_COLS, m_idx * BLOCK_M,
+                                         base + D_STAGING + buf * SUBTILE_BYTES)
+                        ptx.bulk_commit_group()
+                        wait_staging_buffer(STAGING_BUFFERS)  # the buffer the next subtile fills is read
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
                 acc, acc_phase = advance(acc, acc_phase, ACC)
-                ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the store two tiles ago has read this buffer
-                packed_to_staging(staging, packed, tid, 0, BLOCK_N)
-                ptx.fence_proxy_async()
-                ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete
-                if tid == 0:
-                    store_staging_async(tmap_d, staging, m_idx * BLOCK_M, n_idx * BLOCK_N, BLOCK_N)
-                stg ^= 1
                 t += cuda.gridDim.x
             if tid == 0:
-                ptx.bulk_wait_group_read0()  # the last store has read its buffer before the CTA exits
+                ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
 
         cuda.syncthreads()
         tmem_free(warp, 0, tmem, TMEM_COLS)
@@ -201,6 +211,6 @@ def gemm_v7(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_dept
     num_ctas = persistent_size(backend, num_ctas, EMULATOR_CTAS, 1)
     kernel, kplan = make_kernel(pipe_depth, group, acc_stages)
     return tma_launch(kernel, (min(num_ctas, tiles), 1), a, b, m, n, k, backend, policy, seed, trace, plan=kplan,
-                      threads=THREADS, boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, 64)),
+                      threads=THREADS, boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, SUBTILE_COLS, SUBTILE_SWIZZLE)),
                       extra=scheduler_args(m // BLOCK_M, n // BLOCK_N, group))
 

@@ -29,8 +29,9 @@ from ..layouts import make_instr_desc
 from ..pipeline import advance, grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
-from .descriptors import DESC_LO_K_STEP, sw128_desc, sw128_desc_lo
-from .epilogue import MAX_PACKED, packed_to_staging, store_staging_async, tmem_load_packed
+from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
+from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, store_subtile_row, subtile_row,
+                       subtile_row_chunks, tmem_load_subtile, wait_staging_buffer)
 from .v4_tma import tma_launch
 from .v6_persistent import GROUP
 
@@ -40,12 +41,12 @@ THREADS = 256
 TILE_BYTES = CTA_M * BLOCK_K * 2
 STAGE_DESC_STEP = TILE_BYTES >> 4  # one stage further in a descriptor's low word
 ACC_COLS = CLUSTER_N  # one accumulator: this CTA's 128 rows x all 256 columns, fp32
-EPI_COLS = 128  # writeback chunk
 IDESC = make_instr_desc(CLUSTER_M, CLUSTER_N, cta_group=2)
-DEFAULT_DEPTH = 4
+DEFAULT_DEPTH = 6  # step 7's: 6 x 32 KiB of A/B stages + 4 x 8 KiB of staging per CTA
 DEFAULT_ACC_STAGES = 2  # 2 x 256 columns: all of TMEM
 EMULATOR_CLUSTERS = 2
-STAGING_BYTES = CTA_M * EPI_COLS * 2  # one 128 x 128 fp16 chunk; two of them, used in turn
+STAGING_BUFFERS = 4  # step 7's ring of 8 KiB subtile buffers
+SUBTILES = CLUSTER_N // SUBTILE_COLS  # per tile and CTA: 8, a multiple of STAGING_BUFFERS
 WRITEBACK_BARRIER = 1
 PRODUCER_WARP, MMA_WARP = 4, 5
 PAIR = 0b11  # commit multicast mask: both CTAs of the pair
@@ -56,7 +57,7 @@ def make_plan(depth, acc_stages=DEFAULT_ACC_STAGES):
     offs = dict(
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
         b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
-        d=plan.add("D staging", STAGING_BYTES, align=1024, count=2),
+        d=plan.add("D staging", SUBTILE_BYTES, align=1024, count=STAGING_BUFFERS),
         full=plan.add("tma2mma", 8, align=8, count=depth),
         empty=plan.add("mma2tma", 8, align=8, count=depth),
         acc_full=plan.add("mma2ld", 8, align=8, count=acc_stages),
@@ -82,7 +83,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
         smem32 = cuda.shared.array(0, uint32, alignment=1024)
         base = ptx.shared_addr(smem)
         tid = cuda.threadIdx.x
-        warp = tid // 32
+        warp = ptx.warp_uniform(tid // 32)  # the same in all 32 lanes, and ptxas knows it
         rank = ptx.cluster_ctarank()
         cluster = cuda.blockIdx.x // 2
         num_clusters = cuda.gridDim.x // 2
@@ -154,8 +155,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         b_desc = b_lo + stage * STAGE_DESC_STEP
                         if ptx.elect_sync():
                             for k in range(BLOCK_K // MMA_K):
-                                ptx.tcgen05_mma_cg2(d_tmem, sw128_desc(a_desc + k * DESC_LO_K_STEP),
-                                                    sw128_desc(b_desc + k * DESC_LO_K_STEP), IDESC, accumulate | uint32(k > 0))
+                                ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
+                                                       IDESC, accumulate | uint32(k > 0))
                             ptx.tcgen05_commit_cg2_multicast(base + EMPTY0 + 8 * stage, PAIR)
                         accumulate = uint32(1)
                         stage, phase = advance(stage, phase, DEPTH)
@@ -164,39 +165,43 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     acc, acc_phase = advance(acc, acc_phase, ACC)
                     t += num_clusters
         elif warp < 4:
+            # step 7's subtiled writeback, over this CTA's 128 rows x 256 columns
             ptx.set_warp_role(ROLE_WRITEBACK)
-            packed = cuda.local.array(MAX_PACKED, uint32)
             if tid == 0:  # the thread that issues the stores acquires the D tensor map
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
+                ptx.prefetch_tensormap(tmap_d)
+            chunks = subtile_row_chunks(subtile_row(base + D_STAGING, tid))  # this thread's row, buffer 0
+            lanes = tmem + ((32 * warp) << 16)
             acc = uint32(0)
             acc_phase = uint32(0)
-            stg = 0  # which of the two staging buffers the next chunk uses
             t = cluster
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 row0 = m_idx * CLUSTER_M + rank * CTA_M
                 ptx.mbarrier_wait_sleep(base + MMA2LD + 8 * acc, acc_phase)  # a whole tile's MMAs: sleep
                 ptx.tcgen05_fence_after()
-                for chunk in range(CLUSTER_N // EPI_COLS):
-                    tmem_load_packed(packed, tmem, warp, acc * ACC_COLS + chunk * EPI_COLS, EPI_COLS)
-                    if chunk == CLUSTER_N // EPI_COLS - 1:  # every column read: the leader may refill it
-                        # the ISA's form: tcgen05.wait::ld (in tmem_load_packed), the tcgen05 fence,
-                        # then a relaxed arrive from one lane per warp (no GPU-scope release fence)
+                for sub in range(SUBTILES):
+                    packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
+                    if sub == SUBTILES - 1:  # every column read: the leader may refill the accumulator
+                        # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, then a relaxed
+                        # arrive from one lane per warp (no GPU-scope release fence)
                         ptx.tcgen05_fence_before()
                         if ptx.elect_sync():
                             ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(base + LD2MMA + 8 * acc, 0))
-                        acc, acc_phase = advance(acc, acc_phase, ACC)
-                    staging = base + D_STAGING + stg * STAGING_BYTES
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the store two chunks ago has read it
-                    packed_to_staging(staging, packed, tid, 0, EPI_COLS)
+                    buf = sub % STAGING_BUFFERS
+                    store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
                     ptx.fence_proxy_async()
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the subtile is staged
                     if tid == 0:
-                        store_staging_async(tmap_d, staging, row0, n_idx * CLUSTER_N + chunk * EPI_COLS, EPI_COLS)
-                    stg ^= 1
+                        ptx.tma_store_2d(tmap_d, n_idx * CLUSTER_N + sub * SUBTILE_COLS, row0,
+                                         base + D_STAGING + buf * SUBTILE_BYTES)
+                        ptx.bulk_commit_group()
+                        wait_staging_buffer(STAGING_BUFFERS)  # the buffer the next subtile fills is read
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
+                acc, acc_phase = advance(acc, acc_phase, ACC)
                 t += num_clusters
             if tid == 0:
-                ptx.bulk_wait_group_read0()  # the last store has read its buffer before the CTA exits
+                ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
 
         ptx.tcgen05_fence_before()
         ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
@@ -227,6 +232,6 @@ def gemm_v8(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_dept
     kernel, kplan = make_kernel(pipe_depth, group, acc_stages)
     return tma_launch(kernel, (2 * min(num_clusters, tiles), 1), a, b, m, n, k, backend, policy, seed, trace,
                       plan=kplan, threads=THREADS, cluster=(2, 1, 1),
-                      boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, 64)),
+                      boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, SUBTILE_COLS, SUBTILE_SWIZZLE)),
                       extra=scheduler_args(m // CLUSTER_M, n // CLUSTER_N, group))
 

@@ -12,7 +12,8 @@ What changes in the handoffs (step 8's names):
   mma2tma[s]  2 arrivals: a stage is empty only when both consumers' MMAs have read it
   mma2ld[c]   one per consumer (multicast to both CTAs)
   ld2mma[c]   one per consumer, the leader's, 8 arrivals (one lane per writeback warp, 4 per CTA)
-The writeback leaves TMEM in 64-column chunks: 32 fp16 pairs of registers per thread."""
+The writeback is step 7's, in 32-column subtiles; each writeback warpgroup has its own ring of
+two 8 KiB staging buffers, so neither waits for its last store before filling the next subtile."""
 import functools
 
 from numba import cuda, uint8, uint32
@@ -22,8 +23,9 @@ from ..layouts import make_instr_desc
 from ..pipeline import advance, grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_MMA1, ROLE_TMA, ROLE_WRITEBACK, ROLE_WRITEBACK1
-from .descriptors import DESC_LO_K_STEP, sw128_desc, sw128_desc_lo
-from .epilogue import packed_to_staging, store_staging, tmem_load_packed
+from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
+from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, store_subtile_row, subtile_row,
+                       subtile_row_chunks, tmem_load_subtile, wait_staging_buffer)
 from .v4_tma import tma_launch
 from .v6_persistent import GROUP
 
@@ -34,8 +36,8 @@ THREADS = 384
 TILE_BYTES = CTA_M * BLOCK_K * 2
 STAGE_TILES = CONSUMERS + 1  # A block per consumer + the shared B block
 TMEM_COLS = 512  # consumer c owns columns [256 c, 256 c + 256)
-EPI_COLS = 64
-EPI_PACKED = EPI_COLS // 2  # fp16 pairs in registers per chunk (a compile-time constant)
+STAGING_BUFFERS = 2  # per writeback warpgroup: 2 x 2 x 8 KiB next to 4 stages of 48 KiB = 224 KiB
+SUBTILES = 256 // SUBTILE_COLS  # per consumer tile: 8, a multiple of STAGING_BUFFERS
 IDESC = make_instr_desc(256, 256, cta_group=2)
 DEFAULT_DEPTH = 4
 EMULATOR_CLUSTERS = 2
@@ -49,7 +51,7 @@ def make_plan(depth):
     offs = dict(
         a=plan.add("A stage", CONSUMERS * TILE_BYTES, align=1024, count=depth),
         b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
-        d=plan.add("D staging", CTA_M * EPI_COLS * 2, align=1024, count=CONSUMERS),
+        d=plan.add("D staging", SUBTILE_BYTES, align=1024, count=CONSUMERS * STAGING_BUFFERS),
         full=plan.add("tma2mma", 8, align=8, count=depth),
         empty=plan.add("mma2tma", 8, align=8, count=depth),
         acc_full=plan.add("mma2ld", 8, align=8, count=CONSUMERS),
@@ -67,7 +69,6 @@ def make_kernel(depth, group=GROUP):
     DEPTH, GROUP_M = depth, group
     A_STAGE_BYTES = CONSUMERS * TILE_BYTES
     A_STAGE_DESC_STEP, B_STAGE_DESC_STEP = A_STAGE_BYTES >> 4, TILE_BYTES >> 4  # per stage, in a low word
-    STAGING_BYTES = CTA_M * EPI_COLS * 2
 
     @cuda.jit
     def gemm_v9_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n, div_group, div_last):
@@ -75,7 +76,7 @@ def make_kernel(depth, group=GROUP):
         smem32 = cuda.shared.array(0, uint32, alignment=1024)
         base = ptx.shared_addr(smem)
         tid = cuda.threadIdx.x
-        warp = tid // 32
+        warp = ptx.warp_uniform(tid // 32)  # the same in all 32 lanes, and ptxas knows it
         rank = ptx.cluster_ctarank()
         cluster = cuda.blockIdx.x // 2
         num_clusters = cuda.gridDim.x // 2
@@ -148,8 +149,8 @@ def make_kernel(depth, group=GROUP):
                         b_desc = b_lo + stage * B_STAGE_DESC_STEP
                         if ptx.elect_sync():
                             for k in range(BLOCK_K // MMA_K):
-                                ptx.tcgen05_mma_cg2(d_tmem, sw128_desc(a_desc + k * DESC_LO_K_STEP),
-                                                    sw128_desc(b_desc + k * DESC_LO_K_STEP), IDESC, accumulate | uint32(k > 0))
+                                ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
+                                                       IDESC, accumulate | uint32(k > 0))
                             ptx.tcgen05_commit_cg2_multicast(base + EMPTY0 + 8 * stage, PAIR)
                         accumulate = uint32(1)
                         stage, phase = advance(stage, phase, DEPTH)
@@ -157,14 +158,16 @@ def make_kernel(depth, group=GROUP):
                         ptx.tcgen05_commit_cg2_multicast(base + MMA2LD0 + 8 * c, PAIR)
                     t += num_clusters
         elif warp < 4 * CONSUMERS:
-            c = warp // 4  # warpgroup c writes back consumer c
+            c = warp // 4  # warpgroup c writes back consumer c, with its own ring of staging buffers
             ptx.set_warp_role(ROLE_WRITEBACK + (ROLE_WRITEBACK1 - ROLE_WRITEBACK) * c)
-            packed = cuda.local.array(EPI_PACKED, uint32)
             leader_ld2mma = ptx.mapa(base + LD2MMA0 + 8 * c, 0)
-            staging = D_STAGING0 + c * STAGING_BYTES
+            staging = base + D_STAGING0 + c * STAGING_BUFFERS * SUBTILE_BYTES
             row = tid % 128
             if row == 0:  # the thread that issues the stores acquires the D tensor map
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
+                ptx.prefetch_tensormap(tmap_d)
+            chunks = subtile_row_chunks(subtile_row(staging, row))  # this thread's row, buffer 0
+            lanes = tmem + ((32 * (warp % 4)) << 16) + 256 * c
             acc_phase = uint32(0)
             t = cluster
             while t < num_tiles:
@@ -173,19 +176,25 @@ def make_kernel(depth, group=GROUP):
                 ptx.mbarrier_wait_sleep(base + MMA2LD0 + 8 * c, acc_phase)  # a whole tile's MMAs: sleep
                 acc_phase ^= uint32(1)
                 ptx.tcgen05_fence_after()
-                for chunk in range(256 // EPI_COLS):
-                    tmem_load_packed(packed, tmem, warp % 4, 256 * c + chunk * EPI_COLS, EPI_COLS)
-                    if chunk == 256 // EPI_COLS - 1:  # step 8's canonical hand-back, one lane per warp
+                for sub in range(SUBTILES):
+                    packed = tmem_load_subtile(lanes + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
+                    if sub == SUBTILES - 1:  # step 8's canonical hand-back, one lane per warp
                         ptx.tcgen05_fence_before()
                         if ptx.elect_sync():
                             ptx.mbarrier_arrive_relaxed_cluster(leader_ld2mma)
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)
-                    packed_to_staging(base + staging, packed, row, 0, EPI_COLS)
+                    buf = sub % STAGING_BUFFERS
+                    store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
                     ptx.fence_proxy_async()
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # the subtile is staged
                     if row == 0:
-                        store_staging(tmap_d, base + staging, row0, n_idx * CLUSTER_N + chunk * EPI_COLS, EPI_COLS)
+                        ptx.tma_store_2d(tmap_d, n_idx * CLUSTER_N + sub * SUBTILE_COLS, row0,
+                                         staging + buf * SUBTILE_BYTES)
+                        ptx.bulk_commit_group()
+                        wait_staging_buffer(STAGING_BUFFERS)  # the buffer the next subtile fills is read
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # ... which the others learn here
                 t += num_clusters
+            if row == 0:
+                ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
 
         ptx.tcgen05_fence_before()
         ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
@@ -216,6 +225,6 @@ def gemm_v9(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_dept
     kernel, kplan = make_kernel(pipe_depth, group)
     return tma_launch(kernel, (2 * min(num_clusters, tiles), 1), a, b, m, n, k, backend, policy, seed, trace,
                       plan=kplan, threads=THREADS, cluster=(2, 1, 1),
-                      boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, 64)),
+                      boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, SUBTILE_COLS, SUBTILE_SWIZZLE)),
                       extra=scheduler_args(m // CLUSTER_M, n // CLUSTER_N, group))
 

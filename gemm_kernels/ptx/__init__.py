@@ -9,12 +9,14 @@ from .mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_clu
                        mbarrier_arrive_relaxed_cluster, mbarrier_try_wait, mbarrier_wait, mbarrier_wait_cluster,
                        mbarrier_wait_sleep)
 from .tcgen05 import (tcgen05_commit, tcgen05_commit_cg2_multicast, tcgen05_mma, tcgen05_mma_cg2,  # noqa: F401
+                      tcgen05_mma_cg2_lo, tcgen05_mma_lo,
                       tmem_alloc, tmem_alloc_cg2, tmem_dealloc, tmem_dealloc_cg2, tmem_ld_32x32b_x8,
                       tmem_ld_32x32b_x16, tmem_ld_32x32b_x32, tmem_ld_32x32b_x64, tmem_relinquish,
                       tmem_relinquish_cg2, tmem_wait_ld)
 from .smem import st_shared_v4  # noqa: F401
-from .tma import (bulk_commit_group, bulk_wait_group_read0, bulk_wait_group_read1, prefetch_tensormap, tma_load_2d,  # noqa: F401
+from .tma import (bulk_commit_group, bulk_wait_group_read0, bulk_wait_group_read1, bulk_wait_group_read2,  # noqa: F401
+                  bulk_wait_group_read3, prefetch_tensormap, tma_load_2d,
                   tma_load_2d_cg2, tma_store_2d)
 from .warp import (cluster_arrive, cluster_wait, elect_sync, named_barrier_arrive,  # noqa: F401
-                   named_barrier_sync, pack_f16x2, set_warp_role)
+                   named_barrier_sync, pack_f16x2, set_warp_role, warp_uniform)
 from .probe import guard_note_base, guard_wait, guard_wait_cluster, timeline_stamp  # noqa: F401

@@ -27,10 +27,10 @@ tcgen05_fence_before = asm_op(
     "tcgen05_fence_before", "tcgen05.fence::before_thread_sync;",
     doc="Order this thread's prior asynchronous tcgen05 operations before its next synchronising "
         "operation (mbarrier arrive, bar.sync).")
-tcgen05_fence_before.twin = lambda: _thread().advance()
+tcgen05_fence_before.twin = lambda: _thread().tcgen05_fence(before=True)
 
 tcgen05_fence_after = asm_op(
     "tcgen05_fence_after", "tcgen05.fence::after_thread_sync;",
     doc="Order this thread's later asynchronous tcgen05 operations after its prior synchronising "
         "operation (typically a successful mbarrier wait).")
-tcgen05_fence_after.twin = lambda: _thread().advance()
+tcgen05_fence_after.twin = lambda: _thread().tcgen05_fence(before=False)

@@ -4,6 +4,7 @@ An mbarrier counts arrivals and transaction bytes. Its phase completes when all 
 have arrived and all announced bytes have landed; a thread waits for a phase by its parity."""
 from ..emu import costmodel
 from ..emu.context import thread as _thread
+from ..emu.source import site as _site
 from ._declare import asm_op, twin, u32
 
 mbarrier_init = asm_op(
@@ -35,7 +36,7 @@ def _arrive(t, bar_addr, nbytes, what):
     bar = t.cta.mbarrier(bar_addr, what)
     bar.signal_from(t)
     if nbytes:
-        bar.expect_tx(int(nbytes), at=t.clock)
+        bar.expect_tx(int(nbytes), at=t.clock, thread=t, site=_site())
     bar.arrive(t, 1, at=t.clock)
     if t.lane == 0 or nbytes:
         t.event(_role(t), "arrive", t.clock, t.clock + 1, barrier=bar.name, phase=bar.completed, nbytes=int(nbytes))
@@ -77,7 +78,7 @@ mbarrier_expect_tx = asm_op(
 @twin(mbarrier_expect_tx)
 def _mbarrier_expect_tx(bar, nbytes):
     t = _thread()
-    t.cta.mbarrier(bar, "mbarrier.expect_tx").expect_tx(int(nbytes), at=t.clock)
+    t.cta.mbarrier(bar, "mbarrier.expect_tx").expect_tx(int(nbytes), at=t.clock, thread=t, site=_site())
     t.advance()
 
 
@@ -171,5 +172,7 @@ mbarrier_inval = asm_op(
 @twin(mbarrier_inval)
 def _mbarrier_inval(bar):
     t = _thread()
-    t.cta.mbarrier(bar, "mbarrier.inval").valid = False
+    b = t.cta.mbarrier(bar, "mbarrier.inval")
+    b.valid = False
+    b.cta.smem.mark_barrier(b.offset, False)
     t.advance()

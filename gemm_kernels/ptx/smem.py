@@ -18,6 +18,5 @@ def _st_shared_v4(addr, a, b, c, d):
     cta, off = t.cta.resolve(addr, 16, "st.shared.v4")
     if off % 16:
         raise ValueError(f"st.shared.v4 at 0x{int(addr):x}: not 16-byte aligned")
-    cta.smem.buffer[off:off + 16] = np.array([a, b, c, d], dtype=np.uint32).view(np.uint8)
-    cta.smem.generic_write(off, off + 16)
+    cta.smem.store(off, np.array([a, b, c, d], dtype=np.uint32).view(np.uint8), t)
     t.advance()

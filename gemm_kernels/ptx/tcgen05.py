@@ -6,9 +6,16 @@ accumulates into TMEM; ``commit`` makes an mbarrier arrive once the thread's MMA
 read their lane quarter of TMEM back into registers with ``tcgen05.ld``."""
 import numpy as np
 
-from ..emu import costmodel
+from ..emu import costmodel, tmem_rules
 from ..emu.context import thread as _thread
-from ..emu.errors import LaneQuarterViolation, MemoryFault, TmemHazard, TmemLifecycleError
+from ..emu.errors import (
+    LaneQuarterViolation,
+    MemoryFault,
+    TmemHazard,
+    TmemLifecycleError,
+)
+from ..emu.hb import TC_READ, TC_WRITE
+from ..emu.source import site as _site
 from ..emu.tensor_core import Commit, Mma
 from ._declare import asm_op, f32, twin, u16, u32, u64
 
@@ -44,7 +51,7 @@ def _alloc_ops(group):
                 raise TmemLifecycleError(f"{t.warp}: tcgen05.alloc of {ncols} columns blocks forever: only "
                                          f"{sum(o is None for o in t.cta.tmem.owner) * 32} columns are free")
             cta, off = t.cta.resolve(dst, 4, "tcgen05.alloc destination")
-            cta.smem.buffer[off:off + 4] = np.array([col], dtype=np.uint32).view(np.uint8)
+            cta.smem.store(off, np.array([col], dtype=np.uint32).view(np.uint8), t)
             t.cta.tmem_alloc_permit_used = True
             return col
 
@@ -55,6 +62,8 @@ def _alloc_ops(group):
     def _dealloc(taddr, ncols):
         t = _thread()
         t.launch.use_cta_group(group, "tcgen05.dealloc", t)
+        sid = _site()
+        t.tcgen05_op("tcgen05.dealloc", sid, TC_READ | TC_WRITE)
 
         def action(args):
             col = int(taddr) & 0xFFFF
@@ -64,6 +73,7 @@ def _alloc_ops(group):
                         f"{t.warp} freed TMEM columns {col}..{col + ncols - 1} of CTA {t.cta.rank_text()} while "
                         f"{mma.description} still writes them. Wait for the last commit (and, for a CTA pair, a "
                         f"cluster barrier) before tcgen05.dealloc.")
+            tmem_rules.check_dealloc(t.warp, t.cta, col, int(ncols), sid)
             t.cta.tmem.free(col, int(ncols), t.warp)
 
         t.warp.collective(t, f"tcgen05.dealloc.cta_group::{group}", (int(taddr), int(ncols)), action=action)
@@ -125,6 +135,39 @@ tcgen05_mma_cg2 = asm_op(
     doc="The CTA-pair MMA, issued by one thread of the even CTA: A rows and B rows come half from each "
         "CTA's shared memory (same offsets), and each CTA's TMEM receives its M/2 rows of D.")
 tcgen05_mma_cg2.twin = _mma_twin(2)
+
+
+_MMA_LO = ("{{{{\n .reg .pred p;\n .reg .b64 da, db;\n mov.b64 da, {{{{{{a_lo}}, {{desc_hi}}}}}};\n"
+           " mov.b64 db, {{{{{{b_lo}}, {{desc_hi}}}}}};\n setp.ne.b32 p, {{accumulate}}, 0;\n"
+           " tcgen05.mma.cta_group::{group}.kind::f16 [{{d_tmem}}], da, db, {{idesc}}, p;\n}}}}")
+
+
+def _mma_lo_twin(group):
+    full = _mma_twin(group)
+
+    def mma(d_tmem, a_lo, b_lo, desc_hi, idesc, accumulate):
+        hi = int(desc_hi) << 32
+        full(d_tmem, np.uint64(hi | int(a_lo) & 0xFFFFFFFF), np.uint64(hi | int(b_lo) & 0xFFFFFFFF), idesc, accumulate)
+
+    return mma
+
+
+tcgen05_mma_lo = asm_op(
+    "tcgen05_mma_lo", _MMA_LO.format(group=1),
+    operands=(("d_tmem", u32), ("a_lo", u32), ("b_lo", u32), ("desc_hi", u32), ("idesc", u32),
+              ("accumulate", u32)),
+    doc="tcgen05_mma with the two matrix descriptors given as 32-bit low words and one shared high word "
+        "``desc_hi`` (``mov.b64 {lo, hi}`` in PTX): when the high word (stride, swizzle) is a constant, the "
+        "loop around the MMAs does only 32-bit adds on the low words (start addresses).")
+tcgen05_mma_lo.twin = _mma_lo_twin(1)
+
+tcgen05_mma_cg2_lo = asm_op(
+    "tcgen05_mma_cg2_lo", _MMA_LO.format(group=2),
+    operands=(("d_tmem", u32), ("a_lo", u32), ("b_lo", u32), ("desc_hi", u32), ("idesc", u32),
+              ("accumulate", u32)),
+    doc="The CTA-pair MMA (tcgen05_mma_cg2) with descriptors given as low words and a shared high word, "
+        "as tcgen05_mma_lo.")
+tcgen05_mma_cg2_lo.twin = _mma_lo_twin(2)
 
 
 def _commit(bar, mask, group):
@@ -191,20 +234,23 @@ def _ld_op(n):
                 f"lanes {quarter}..{quarter + 31} (warp id % 4 = {t.warp.index % 4}). Put 32*(warp%4) in the "
                 f"address's lane field (bits 16-31).")
         cta = t.cta
+        sid = _site()
+        t.tcgen05_op("tcgen05.ld", sid, TC_READ)
 
         def action(args):
-            for col in range(col0 - col0 % 32, col0 + n, 32):
-                if col >= 512 or cta.tmem.owner[col // 32] is None:
-                    raise MemoryFault(f"{t.warp}: tcgen05.ld of TMEM column {col}, which is not allocated")
+            tmem_rules.check_allocated(t.warp, cta, col0, n, "tcgen05.ld", sid)
             for mma in cta.pending_mma_writes:
                 if mma.d_col < col0 + n and col0 < mma.d_col + mma.n:
                     raise TmemHazard(
                         f"{t.warp} loads TMEM columns {col0}..{col0 + n - 1} while {mma.description} has not "
                         f"completed. Wait on the barrier its commit signals (then tcgen05.fence::after_thread_sync) "
                         f"before tcgen05.ld.")
-            t.warp.outstanding_ld.append((lane0, lane0 + 32, col0, col0 + n))
-            block = cta.tmem.cells[lane0:lane0 + 32, col0:col0 + n]
-            return {lane: tuple(float(v) for v in block[lane]) for lane in range(32)}
+            tmem_rules.check_ld(t.warp, cta, lane0, col0, n, sid)
+            load = tmem_rules.PendingLoad(lane0, col0, n, sid)
+            t.warp.outstanding_ld.append(load)
+            block = cta.tmem.cells[lane0:lane0 + 32, col0:col0 + n].tolist()
+            threads = t.warp.threads
+            return {lane: tmem_rules.LoadedRegisters(block[lane], load, threads[lane]) for lane in range(32)}
 
         start = t.clock
         vals = t.warp.collective(t, f"tcgen05.ld.32x32b.x{n}", taddr, action=action)
@@ -231,6 +277,8 @@ def _tmem_wait_ld():
     t = _thread()
 
     def action(args):
+        for load in t.warp.outstanding_ld:
+            load.waited = True
         t.warp.outstanding_ld = []
 
     t.warp.collective(t, "tcgen05.wait::ld", (), action=action)

@@ -66,6 +66,7 @@ def _tma_store_2d(tmap, c0, c1, src):
     cta, off = t.cta.resolve(src, tm.box_bytes, "TMA store source")
     op = TmaStore(t, tm, off, int(c0), int(c1))
     t.open_group.append(op)
+    t.pending_stores.append(op)
     t.scheduler.submit(op)
     t.advance()
 
@@ -84,40 +85,35 @@ def _bulk_commit_group():
     t.advance()
 
 
-bulk_wait_group_read0 = asm_op(
-    "bulk_wait_group_read0", "cp.async.bulk.wait_group.read 0;",
-    doc="Wait until every committed bulk group of this thread has finished READING its shared-memory "
-        "source, so the staging buffer may be written again (the global writes may still be in flight).")
+def _wait_group_read_op(n):
+    """``cp.async.bulk.wait_group.read n``: wait until at most the ``n`` most recent committed bulk
+    groups of this thread are still reading shared memory (the older ones have finished reading)."""
+    op = asm_op(
+        f"bulk_wait_group_read{n}", f"cp.async.bulk.wait_group.read {n};",
+        doc=f"Wait until every committed bulk group of this thread but the {n} most recent has finished "
+            f"READING its shared-memory source, so those staging buffers may be written again (the global "
+            f"writes may still be in flight)." + (" With n = 0: every group; use it before the CTA exits."
+                                                  if n == 0 else ""))
+
+    @twin(op)
+    def _wait(n=n):
+        t = _thread()
+        older = t.bulk_groups[:max(0, len(t.bulk_groups) - n)]
+        ops = [o for g in older for o in g]
+        t.scheduler.block(t.bulk_waitable, lambda: all(o.done for o in ops),
+                          lambda: f"in cp.async.bulk.wait_group.read {n} for {sum(not o.done for o in ops)} TMA store(s)")
+        t.bulk_groups = t.bulk_groups[len(older):]
+        t.bulk_waited(ops)
+        if ops:
+            t.clock = max([t.clock] + [o.end for o in ops])
+
+    return op
 
 
-@twin(bulk_wait_group_read0)
-def _bulk_wait_group_read0():
-    t = _thread()
-    ops = [op for g in t.bulk_groups for op in g]
-    t.scheduler.block(t.bulk_waitable, lambda: all(op.done for op in ops),
-                      lambda: f"in cp.async.bulk.wait_group.read 0 for {sum(not o.done for o in ops)} TMA store(s)")
-    t.bulk_groups = []
-    if ops:
-        t.clock = max([t.clock] + [op.end for op in ops])
-
-
-bulk_wait_group_read1 = asm_op(
-    "bulk_wait_group_read1", "cp.async.bulk.wait_group.read 1;",
-    doc="Wait until every committed bulk group of this thread but the most recent one has finished "
-        "READING its shared-memory source: with two staging buffers, the one written two stores ago "
-        "may be reused while the last store is still reading the other.")
-
-
-@twin(bulk_wait_group_read1)
-def _bulk_wait_group_read1():
-    t = _thread()
-    older = t.bulk_groups[:-1]
-    ops = [op for g in older for op in g]
-    t.scheduler.block(t.bulk_waitable, lambda: all(op.done for op in ops),
-                      lambda: f"in cp.async.bulk.wait_group.read 1 for {sum(not o.done for o in ops)} TMA store(s)")
-    t.bulk_groups = t.bulk_groups[-1:]
-    if ops:
-        t.clock = max([t.clock] + [op.end for op in ops])
+bulk_wait_group_read0 = _wait_group_read_op(0)
+bulk_wait_group_read1 = _wait_group_read_op(1)
+bulk_wait_group_read2 = _wait_group_read_op(2)
+bulk_wait_group_read3 = _wait_group_read_op(3)
 
 
 prefetch_tensormap = asm_op(

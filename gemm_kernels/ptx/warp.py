@@ -22,6 +22,22 @@ def _elect_sync():
     return t.warp.collective(t, "elect.sync", (), action=lambda args: {lane: int(lane == min(args)) for lane in args})
 
 
+warp_uniform = asm_op(
+    "warp_uniform", "shfl.sync.idx.b32 {out}, {value}, 0, 0x1f, 0xffffffff;",
+    results=(("out", u32),), operands=(("value", u32),),
+    doc="Lane 0's ``value``, in every lane of the warp (all 32 lanes execute it together). Used on the "
+        "warp index (``tid // 32``), it tells ptxas that the index is the same in the whole warp, so "
+        "branches on it are warp-uniform and the code under them can live in uniform registers "
+        "(CUTLASS's canonical_warp_idx_sync).")
+
+
+@twin(warp_uniform)
+def _warp_uniform(value):
+    t = _thread()
+    return t.warp.collective(t, "shfl.sync.idx", int(value), same=False,
+                             action=lambda args: {lane: args[min(args)] for lane in args})
+
+
 named_barrier_sync = asm_op(
     "named_barrier_sync", "bar.sync {ident}, {nthreads};", operands=(("ident", u32), ("nthreads", u32)),
     doc="Wait at named barrier ``ident`` (0..15) until ``nthreads`` threads (a multiple of 32) have "

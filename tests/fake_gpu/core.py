@@ -69,7 +69,10 @@ class _Occupancy:
 
     def max_active_clusters(self, config, stream=None):
         """cuOccupancyMaxActiveClusters as a simple model: blocks per SM from shared memory,
-        threads and registers; clusters of ``cluster`` blocks on SMs grouped by the cluster size."""
+        threads and registers; clusters of ``cluster`` blocks on SMs grouped by the cluster size.
+        It gives the H200's own answers for the chapters' configurations (up to a few CTAs per SM;
+        tests/data/fake_gpu_vs_h200.json) but overestimates many small CTAs per SM in clusters
+        (4-CTA clusters of 128 threads: 528 here, 248 on the H200)."""
         h, sp = self._kernel.handle, self._kernel.gpu.spec
         block = math.prod(config.block)
         size = math.prod(config.cluster or (1, 1, 1))
@@ -104,8 +107,10 @@ def check_launch(spec, handle: KernelHandle, grid_blocks, block, cluster, shmem)
     size = math.prod(cluster)
     limit = spec.max_cluster_size if handle.non_portable_cluster else spec.portable_cluster_size
     if size > limit:
-        raise FakeLaunchError(f"CUDA_ERROR_CLUSTER_SIZE_NOT_SUPPORTED: cluster {cluster} has {size} blocks, "
-                              f"more than {limit}")
+        raise FakeLaunchError(f"CUDA_ERROR_INVALID_CLUSTER_SIZE: cluster {cluster} has {size} blocks, more than "
+                              f"{limit}" + ("" if handle.non_portable_cluster else
+                                            " (set CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED for up to "
+                                            f"{spec.max_cluster_size})"))
     if any(g % c for g, c in zip(grid_blocks, cluster)):
         raise FakeLaunchError(f"CUDA_ERROR_INVALID_CLUSTER_SIZE: grid {grid_blocks} blocks is not a multiple of "
                               f"the cluster {cluster}")

@@ -151,6 +151,20 @@ def _case_prefetch(backend, policy, seed):
     return {"smem": out, "status": status}
 
 
+# -- 4. shfl.sync.idx from lane 0 (warp_uniform) -------------------------------------------------
+@cuda.jit
+def k_warp_uniform(out):
+    """out[t] = warp_uniform(t * 7 + 3) for 128 threads: every lane gets lane 0's value."""
+    tid = cuda.threadIdx.x
+    out[tid] = ptx.warp_uniform(uint32(tid * 7 + 3))
+
+
+def _case_warp_uniform(backend, policy, seed):
+    out = np.zeros(128, np.uint32)
+    _launch(backend, k_warp_uniform, 1, 128, (out,), smem=1024, policy=policy, seed=seed)
+    return {"obs": out}
+
+
 CASES = [
     Case("relaxed_cluster_arrive", "cluster of 2 (grid 4): 3 rounds of mbarrier.arrive.relaxed.cluster from "
          "one elect.sync lane per warp of both CTAs on rank 0's barrier (init count 8), through mapa",
@@ -164,6 +178,8 @@ CASES = [
     Case("prefetch_tensormap_load", "prefetch.tensormap, then a TMA 2D load (uint16 64 x 256, box 16 x 64, "
          "128B swizzle) at (64, 16); every byte of the 0xA5-filled destination", _case_prefetch),
 ]
+CASES.append(Case("warp_uniform", "shfl.sync.idx.b32 from lane 0 with a full mask (ptx.warp_uniform) in 4 warps",
+                   _case_warp_uniform, notes="obs[t]: what thread t received (lane 0's t * 7 + 3)"))
 CASE_BY_NAME = {c.name: c for c in CASES}
 DATA = os.path.join(ROOT, "tests", "data", "h200_ground_truth_i13.json")
 

@@ -1,0 +1,129 @@
+"""Happens-before, ThreadSanitizer style: vector clocks for the warps of a cluster and for the
+asynchronous work they issue, and shadow memory that remembers who last wrote and read each byte.
+
+Why: a race shows in a run only if the run's order happens to expose it. With clocks, two accesses
+conflict when neither is ordered before the other by a synchronisation: the same bug is reported
+under ``eager``, ``lazy`` and ``random``, whichever order the run took.
+
+Slots (one int per slot in every clock), per warp w of the cluster (W warps in all):
+* ``w``        the warp's own program order (lanes of a warp share it: races between lanes of one
+               warp are not modelled);
+* ``W + w``    the MMAs the warp issued (completed for others through tcgen05.commit's arrival);
+* ``2W + w``   the warp's TMA loads (completed through complete_tx on their mbarrier);
+* ``3W + w``   the warp's bulk (TMA store) groups, completed by ``cp.async.bulk.wait_group``.
+A release joins the warp's clock into the synchronisation object and then advances the warp's own
+entry; an acquire joins the object's clock into the warp's. mbarrier phases, named-barrier
+generations, the cluster barrier and bulk-group waits are the synchronisations.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MMA, TMA, BULK = "mma", "tma", "bulk"
+TC_READ, TC_WRITE = 1, 2  # kinds of tcgen05 work: tcgen05.ld reads TMEM; MMA, tcgen05.st write it
+
+
+def tc_conflict(op_kind, behind):
+    """Does a tcgen05 operation of ``op_kind`` need ordering after work of kinds ``behind``? (Two
+    reads need none.)"""
+    return bool(behind & TC_WRITE) or bool(op_kind & TC_WRITE and behind)
+
+
+class Clocks:
+    """The slot layout of one cluster."""
+
+    def __init__(self, nctas, nwarps):
+        self.nwarps = nctas * nwarps
+        self.size = 4 * self.nwarps
+
+    def fresh(self):
+        return np.zeros(self.size, dtype=np.int32)
+
+
+class WarpClock:
+    """One warp's vector clock and its counters of asynchronous work."""
+
+    __slots__ = ("aslot", "bslot", "epochs", "last", "slot", "tslot", "vc", "vcm")
+
+    def __init__(self, clocks, index):
+        self.vc = clocks.fresh()
+        self.vcm = memoryview(self.vc)  # fast scalar reads; the array is only ever updated in place
+        self.slot = index
+        self.aslot = clocks.nwarps + index
+        self.tslot = 2 * clocks.nwarps + index
+        self.bslot = 3 * clocks.nwarps + index
+        self.vc[index] = 1
+        self.last = None  # the clock acquired last (the lanes of a warp acquire the same one in turn)
+        self.epochs = {MMA: 0, TMA: 0, BULK: 0}  # operations issued so far, per unit
+
+    @property
+    def epoch(self):
+        return self.vc[self.slot]
+
+    def release(self, into):
+        """Join this warp's clock into ``into`` (an array, or None for a new one); advance; return it."""
+        if into is None:
+            into = self.vc.copy()
+        else:
+            np.maximum(into, self.vc, out=into)
+        self.vc[self.slot] += 1
+        return into
+
+    def acquire(self, vc):
+        """(A synchronisation's clock is final once anyone can acquire it, so acquiring the same one
+        again adds nothing.)"""
+        if vc is not None and vc is not self.last:
+            np.maximum(self.vc, vc, out=self.vc)
+            self.last = vc
+
+    def async_op(self, unit):
+        """The clock of a new asynchronous operation on ``unit`` (MMA, TMA or BULK) issued now: it knows
+        what the warp knows, and its own completion is a new epoch of the unit's slot. Returns
+        (slot, vc)."""
+        vc = self.vc.copy()
+        slot = {MMA: self.aslot, TMA: self.tslot, BULK: self.bslot}[unit]
+        self.epochs[unit] += 1
+        vc[slot] = self.epochs[unit]
+        return slot, vc
+
+    def async_so_far(self):
+        """The clock of a tcgen05.commit issued now: it covers every earlier MMA of the warp."""
+        vc = self.vc.copy()
+        vc[self.aslot] = self.epochs[MMA]
+        return vc
+
+
+def join(a, b):
+    if a is None:
+        return None if b is None else b.copy()
+    if b is not None:
+        np.maximum(a, b, out=a)
+    return a
+
+
+class SyncPoint:
+    """One phase of an mbarrier, one generation of a named or cluster barrier: the clock that its
+    releases joined, and whether tcgen05 work stands behind it (for the tcgen05 fence rules)."""
+
+    __slots__ = ("tc", "unfenced", "vc")
+
+    def __init__(self):
+        self.vc = None
+        self.tc = 0  # TC_READ / TC_WRITE: tcgen05 work the releasing threads issued since their previous release
+        self.unfenced = None  # (thread text, site, kind) of such work not followed by fence::before_thread_sync
+
+    def release(self, thread):
+        if thread.tc_since_sync:
+            self.tc |= thread.tc_since_sync
+            if thread.tc_unfenced is not None and self.unfenced is None:
+                self.unfenced = thread.tc_unfenced
+        self.vc = thread.release(self.vc)
+
+    def release_async(self, vc, tcgen05=False):
+        """An arrival by asynchronous work (a TMA's complete_tx, a commit: fenced by definition)."""
+        self.vc = join(self.vc, vc)
+        if tcgen05:
+            self.tc |= TC_WRITE
+
+    def acquire(self, thread, name):
+        thread.acquire(self.vc, name, self.tc, self.unfenced)
