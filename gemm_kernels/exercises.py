@@ -2,6 +2,7 @@
 outcome its worked solution describes. ``tests/test_exercises.py`` runs every one on the emulator
 and checks that outcome, so a solution in the book cannot go stale silently.
 
+An exercise numbered 100 + n is a second case of exercise n (another shape or a further edit).
 An outcome is the name of the emulator diagnostic expected (``"SharedMemoryHazard"``, ...),
 ``"ok"`` (no diagnostic and the result matches numpy) or ``"wrong"`` (no diagnostic, and numpy
 finds elements out of tolerance).
@@ -42,12 +43,14 @@ class Exercise:
 EXERCISES = [
     # chapter 1
     Exercise(1, 1, (128, 128, 64), "ok", config={"policy": "random", "seed": 3}),
-    Exercise(1, 2, (128, 128, 64), "ok", replace={"IDESC, k)": "IDESC, 1)"}),
-    Exercise(1, 3, (128, 128, 64), "SharedMemoryHazard",
+    Exercise(1, 2, (128, 128, 64), "UninitializedRead", replace={"IDESC, k)": "IDESC, 1)"}),
+    Exercise(1, 3, (128, 128, 64), "DataRace",
              replace={"    ptx.fence_proxy_async()\n    cuda.syncthreads()\n    tmem = ":
                       "    ptx.fence_proxy_async()\n    tmem = "}),
     # chapter 2
-    Exercise(2, 1, (128, 128, 192), "Deadlock", replace={"        phase ^= 1\n": ""}, config={"policy": "eager"}),
+    Exercise(2, 1, (128, 128, 192), "SharedMemoryHazard", replace={"        phase ^= 1\n": ""}, config={"policy": "eager"}),
+    Exercise(2, 101, (128, 128, 192), "SharedMemoryHazard", replace={"        phase ^= 1\n": ""},
+             config={"policy": "random", "seed": 3}),
     Exercise(2, 2, (128, 128, 192), "wrong", replace={"IDESC, kc + k)": "IDESC, k)"}),
     Exercise(2, 3, (128, 128, 192), "SharedMemoryHazard",
              replace={"        ptx.mbarrier_wait(mma_done, phase)\n        phase ^= 1\n":
@@ -66,7 +69,7 @@ EXERCISES = [
              replace={"    tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)\n"
                       "    ptx.fence_proxy_async()\n":
                       "    tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)\n"}),
-    Exercise(4, 3, (128, 128, 128), "TmemHazard",
+    Exercise(4, 3, (128, 128, 128), "UninitializedRead",
              replace={"    if tid == 0:\n        ptx.tcgen05_commit(acc_ready)\n": "",
                       "ptx.mbarrier_wait(acc_ready, 0)": "ptx.mbarrier_wait(mma_done, (k_tiles - 1) % 2)"},
              config={"policy": "random", "seed": 0}),
@@ -92,9 +95,13 @@ EXERCISES = [
     Exercise(6, 2, (512, 384, 192), "StalePhaseWait", config={"reset_phases": True, "pipe_depth": 3}),
     Exercise(6, 102, (512, 384, 384), "ok", config={"reset_phases": True, "pipe_depth": 3}),
     # chapter 7
-    Exercise(7, 1, (256, 256, 192), "Deadlock",
-             replace={"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete":
-                      "cuda.syncthreads()  # staging complete"}),
+    Exercise(7, 1, (256, 256, 192), "MissingTcgen05Fence",
+             replace={"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here":
+                      "cuda.syncthreads()  # ... which the other threads learn here"}),
+    Exercise(7, 101, (256, 256, 192), "Deadlock",
+             replace={"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here":
+                      "cuda.syncthreads()  # ... which the other threads learn here\n"
+                      + " " * 20 + "ptx.tcgen05_fence_after()"}),
     Exercise(7, 2, (256, 256, 192), "ok", config={"acc_stages": 1}),
     # chapter 8
     Exercise(8, 1, (256, 512, 128), "Deadlock",

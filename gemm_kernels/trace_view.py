@@ -17,6 +17,7 @@ Colours, legend labels and lane names are the static timelines' (``timeline.KIND
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,24 +50,30 @@ def recording_barriers():
 
     log = BarrierLog()
     originals = {name: getattr(MBarrier, name) for name in ("__init__", "arrive", "expect_tx", "complete_tx")}
+    # bound by name, so that the wrappers follow the methods' signatures as the emulator grows them
+    sigs = {name: inspect.signature(fn) for name, fn in originals.items()}
 
-    def init(self, scheduler, cta, offset, count, name, init_by):
-        originals["__init__"](self, scheduler, cta, offset, count, name, init_by)
-        log.add(init_by.clock, self, "init", count)
+    def args(name, self, a, kw):
+        bound = sigs[name].bind(self, *a, **kw)
+        bound.apply_defaults()
+        return bound.arguments
 
-    def arrive(self, thread, count=1, at=0.0):
-        log.add(at, self, "arrive", count)
-        return originals["arrive"](self, thread, count, at)
+    def init(self, *a, **kw):
+        originals["__init__"](self, *a, **kw)
+        got = args("__init__", self, a, kw)
+        log.add(got["init_by"].clock, self, "init", got["count"])
 
-    def expect_tx(self, nbytes, at=0.0):
-        log.add(at, self, "expect_tx", nbytes)
-        return originals["expect_tx"](self, nbytes, at)
+    def wrap(name, what, value):
+        def method(self, *a, **kw):
+            got = args(name, self, a, kw)
+            log.add(got["at"], self, what, got[value])
+            return originals[name](self, *a, **kw)
+        return method
 
-    def complete_tx(self, nbytes, source, at=0.0):
-        log.add(at, self, "complete_tx", nbytes)
-        return originals["complete_tx"](self, nbytes, source, at)
-
-    MBarrier.__init__, MBarrier.arrive, MBarrier.expect_tx, MBarrier.complete_tx = init, arrive, expect_tx, complete_tx
+    MBarrier.__init__ = init
+    MBarrier.arrive = wrap("arrive", "arrive", "count")
+    MBarrier.expect_tx = wrap("expect_tx", "expect_tx", "nbytes")
+    MBarrier.complete_tx = wrap("complete_tx", "complete_tx", "nbytes")
     try:
         yield log
     finally:

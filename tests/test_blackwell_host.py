@@ -88,6 +88,24 @@ def test_grid_at_full_size(chapter, size, blocks, cluster, fake_b200):
     assert launch.shared_bytes <= B200.max_shared_per_block_optin
 
 
+@pytest.mark.slow
+def test_the_loaded_kernel_is_the_sm100a_build(monkeypatch):
+    """With build=True the fake loads what runtime.build makes for sm_100a from the argument types the
+    host passes (the cubin a B200 would load): its registers and static shared memory are what the
+    launch path sees, and registers x threads must fit an SM."""
+    gpu = FakeGpu(build=True, executor=execute.numpy_gemm).install(monkeypatch)
+    try:
+        a, b = random_operands(*CHAPTERS[9].test_shape, seed=0)
+        assert compare(CHAPTERS[9].entry(a, b, backend="blackwell"), a, b).ok
+    finally:
+        FakeGpu.reset_caches()
+    (launch,) = gpu.kernel_launches()
+    handle = next(h for h in gpu.kernel_handles.values() if h.name == launch.kernel)
+    b = handle.extra["build"]
+    assert b.arch == "sm_100a" and b.count("UTCHMMA") > 0 and b.local_bytes == 0
+    assert handle.registers == b.registers and handle.registers * launch.block[0] <= 65536
+
+
 def test_a_grid_given_in_blocks_where_cuda_core_counts_clusters_is_caught(fake_b200, monkeypatch):
     """If runtime.launch passed the grid in blocks to cuda.core (which counts clusters), chapter 8
     would launch twice the CTAs: the fake sees the grid as the driver would."""
@@ -150,6 +168,14 @@ def _check_timed_protocol(gpu, *, entries, warmup, rounds, reps):
     log = gpu.log
     records = [i for i, (kind, _) in enumerate(log) if kind == "record"]
     assert len(records) == 2 * entries * rounds * reps
+    # before timing: each entry's captured launch (checked against numpy), then its warm-up launches
+    untimed = {}
+    for kind, x in log[:records[0]]:
+        if kind == "launch" and x.kernel != "fill":
+            key = ((id(x.dispatcher), tuple(a if isinstance(a, int) else id(a) for a in x.args))
+                   if x.dispatcher is not None else (x.kernel, x.extra["shape"]))  # one per captured launch
+            untimed[key] = untimed.get(key, 0) + 1
+    assert len(untimed) == entries and set(untimed.values()) == {1 + warmup}, untimed
     timed = []
     for start, end in zip(records[::2], records[1::2]):
         inside = [x for kind, x in log[start + 1:end] if kind == "launch"]

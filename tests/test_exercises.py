@@ -45,6 +45,6 @@ def test_every_chapter_exercise_has_a_solution():
 
 
 def test_lookup():
-    assert exercise(1, 3).outcome == "SharedMemoryHazard"
+    assert exercise(1, 3).outcome == "DataRace"
     with pytest.raises(KeyError):
         exercise(1, 99)

@@ -115,6 +115,14 @@ def test_block_and_grid_limits(fake_b200):
         fake_b200.launch_core(None, FakeLaunchConfig(grid=(1, 65536, 1), block=32), p.kernel, x)
 
 
+def test_registers_must_fit_an_sm(fake_b200):
+    p, x = _prepared(fake_b200)
+    p.cufunc.handle.registers = 255  # what a build that holds too much in registers would report
+    with pytest.raises(FakeLaunchError, match="OUT_OF_RESOURCES"):
+        fake_b200.launch_core(None, FakeLaunchConfig(grid=1, block=512), p.kernel, x)
+    fake_b200.launch_core(None, FakeLaunchConfig(grid=1, block=256), p.kernel, x)
+
+
 def test_freed_memory_is_refused(fake_b200):
     p, x = _prepared(fake_b200)
     address = x.device_address

@@ -18,6 +18,8 @@ fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt
 # CUTLASS's C++ headers, for the tests that cross-check our descriptor encoders against CUTLASS's
 # own (compiled with g++ on the host). --no-deps: only the headers are needed, not its Python stack.
+# The CUDA C runtime headers those programs include come from requirements.txt (nvidia-cuda-runtime,
+# nvidia-cuda-crt): no CUDA toolkit is needed, and CI fails if the cross-check cannot run.
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps nvidia-cutlass==4.2.0.0
 
 if ! command -v g++ >/dev/null 2>&1; then

@@ -95,6 +95,9 @@ def check_launch(spec, handle: KernelHandle, grid_blocks, block, cluster, shmem)
     threads = math.prod(block)
     if threads > spec.max_threads_per_block or any(b > m for b, m in zip(block, spec.max_block_dims)):
         raise FakeLaunchError(f"CUDA_ERROR_INVALID_VALUE: block {block} ({threads} threads) exceeds the limits")
+    if handle.registers * threads > spec.registers_per_sm:
+        raise FakeLaunchError(f"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: {handle.registers} registers x {threads} threads "
+                              f"exceed the {spec.registers_per_sm} registers of an SM")
     if any(g < 1 or g > m for g, m in zip(grid_blocks, spec.max_grid_dims)):
         raise FakeLaunchError(f"CUDA_ERROR_INVALID_VALUE: grid {grid_blocks} blocks is outside the grid limits")
     if shmem > handle.max_dynamic_shared:
