@@ -33,9 +33,11 @@ class Stored:
 
 def rungs_of(chapter):
     """The depths the book shows for a chapter: both calibrated depths where it takes one."""
+    from ..chapters import CHAPTERS
     from .predictions import BOOK_RUNGS
 
-    depths = sorted({d for c, d in BOOK_RUNGS if c == chapter and d is not None})
+    default = CHAPTERS[chapter].config.get("pipe_depth")
+    depths = sorted({default if d is None else d for c, d in BOOK_RUNGS if c == chapter} - {None})
     return depths or [None]
 
 

@@ -15,7 +15,7 @@ DEPENDS = ("perf/params.py", "perf/chip.py", "perf/model.py", "perf/share.py", "
            "pipeline.py", "kernels/*.py")
 #: the book's points: (chapter, depth) at these sizes, plus the calibration set
 BOOK_SIZES = (4096, 8192)
-BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (8, None), (9, None))
+BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (7, None), (8, None), (9, None))
 
 
 def fingerprint():
