@@ -5,13 +5,16 @@
 # tells JupyterLab to open MyST Markdown files with jupytext's notebook view (a double-click on a
 # chapter then opens it as a notebook, not as text), and starts JupyterLab in chapters/.
 # BACKEND: GEMM_BOOK_BACKEND=emulator|blackwell|auto tools/notebooks.sh  (default auto).
+# VENV: the virtual environment to use or create (default .venv, as for tools/setup.sh).
+# Arguments go to JupyterLab, e.g. tools/notebooks.sh --no-browser --ip=127.0.0.1 --port=8888
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x .venv/bin/python ]; then
-    tools/setup.sh
+VENV="${VENV:-.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+    VENV="$VENV" tools/setup.sh
 fi
-.venv/bin/python -m pip install -q -r requirements-notebook.txt
-settings=.venv/share/jupyter/lab/settings
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-notebook.txt
+settings="$VENV/share/jupyter/lab/settings"
 mkdir -p "$settings"
 cat > "$settings/overrides.json" <<'JSON'
 {
@@ -21,4 +24,4 @@ cat > "$settings/overrides.json" <<'JSON'
 }
 JSON
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-exec .venv/bin/jupyter lab chapters/ "$@"
+exec "$VENV/bin/jupyter" lab chapters/ "$@"
