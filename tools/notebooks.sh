@@ -20,7 +20,8 @@ cat > "$settings/overrides.json" <<'JSON'
 {
   "@jupyterlab/docmanager-extension:plugin": {
     "defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
-  }
+  },
+  "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}
 }
 JSON
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
