@@ -54,17 +54,17 @@ def recording_barriers():
         originals["__init__"](self, scheduler, cta, offset, count, name, init_by)
         log.add(init_by.clock, self, "init", count)
 
-    def arrive(self, thread, count=1, at=0.0):
+    def arrive(self, thread, count=1, at=0.0, **kw):
         log.add(at, self, "arrive", count)
-        return originals["arrive"](self, thread, count, at)
+        return originals["arrive"](self, thread, count, at, **kw)
 
-    def expect_tx(self, nbytes, at=0.0):
+    def expect_tx(self, nbytes, at=0.0, **kw):
         log.add(at, self, "expect_tx", nbytes)
-        return originals["expect_tx"](self, nbytes, at)
+        return originals["expect_tx"](self, nbytes, at, **kw)
 
-    def complete_tx(self, nbytes, source, at=0.0):
+    def complete_tx(self, nbytes, source, at=0.0, **kw):
         log.add(at, self, "complete_tx", nbytes)
-        return originals["complete_tx"](self, nbytes, source, at)
+        return originals["complete_tx"](self, nbytes, source, at, **kw)
 
     MBarrier.__init__, MBarrier.arrive, MBarrier.expect_tx, MBarrier.complete_tx = init, arrive, expect_tx, complete_tx
     try:
