@@ -94,9 +94,13 @@ EXERCISES = [
     Exercise(6, 2, (512, 384, 192), "StalePhaseWait", config={"reset_phases": True, "pipe_depth": 3}),
     Exercise(6, 102, (512, 384, 384), "ok", config={"reset_phases": True, "pipe_depth": 3}),
     # chapter 7
-    Exercise(7, 1, (256, 256, 192), "Deadlock",
-             replace={"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete: the subtile is published":
-                      "cuda.syncthreads()  # staging complete: the subtile is published"}),
+    Exercise(7, 1, (256, 256, 192), "MissingTcgen05Fence",
+             replace={"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here":
+                      "cuda.syncthreads()  # ... which the other threads learn here"}),
+    Exercise(7, 101, (256, 256, 192), "Deadlock",
+             replace={"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here":
+                      "cuda.syncthreads()  # ... which the other threads learn here\n"
+                      + " " * 20 + "ptx.tcgen05_fence_after()"}),
     Exercise(7, 2, (256, 256, 192), "ok", config={"acc_stages": 1}),
     # chapter 8
     Exercise(8, 1, (256, 512, 128), "Deadlock",
