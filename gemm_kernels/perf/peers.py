@@ -75,8 +75,13 @@ def cublas_range(gpu="B200"):
 
 
 def provenance(p):
-    """One line that says where a figure comes from."""
-    return f"{p.name}: {p.gpu}, {p.dtype}, {p.shape}; {p.url}; date: {p.date}; method: {p.method}"
+    """Where a figure comes from, one field a line (short enough for a book page)."""
+    import textwrap
+
+    method = textwrap.fill(p.method, 88, initial_indent="  method: ", subsequent_indent="          ")
+    cublas = "" if p.cublas is None else f" (cuBLAS by the same source: {p.cublas:.0f})"
+    return (f"{p.name}: {p.tflops:.0f} TFLOP/s{cublas}, {p.gpu}, {p.dtype}, {p.shape}\n"
+            f"  source: {p.url}\n  date:   {p.date}\n{method}")
 
 
 def ladder_rows():
