@@ -106,7 +106,9 @@ def k_ring(out, rounds, stages, bug):
     both sides wait forever (Deadlock).
     bug 2: all 32 lanes of the producer warp run the loop and wait on 'empty', only lane 0 produces:
     nothing keeps lanes 1-31 in step with lane 0, and a lane that falls two phases behind waits on a
-    parity that now names the current phase instead of the one it means (a hang when it happens)."""
+    parity that now names the current phase instead of the one it means (a hang when it happens).
+    bug 3: lane 31 of the consumer warp stops arriving on 'empty' from round 2 on: 'empty' lacks one of
+    its 32 arrivals, the producer waits on it forever and the consumers starve on 'full' (Deadlock)."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -133,7 +135,8 @@ def k_ring(out, rounds, stages, bug):
         for r in range(rounds):
             ptx.mbarrier_wait(base + BAR(stage), phase)
             out[32 * r + lane] = smem32[DATA // 4 + stage]
-            ptx.mbarrier_arrive(base + BAR(8 + stage))
+            if not (bug == 3 and lane == 31 and r >= 2):
+                ptx.mbarrier_arrive(base + BAR(8 + stage))
             stage += 1
             if stage == stages:
                 stage = 0
