@@ -26,14 +26,18 @@ from .mbarrier import MBarrier
 
 
 def _who(threads):
-    """'thread 0 (warp 0)' or '32 threads (warps 1)', of one or more CTAs."""
-    threads = list(threads)
-    if len(threads) == 1:
-        t = threads[0]
-        return f"thread {t.tid} (warp {t.warp.index}) of CTA {t.cta.rank_text()}"
-    ctas = sorted({t.cta.rank_text() for t in threads})
-    return (f"{len(threads)} threads (threads {_ranges({t.tid for t in threads})}, warps "
-            f"{_ranges({t.warp.index for t in threads})}) of CTA {', '.join(ctas)}")
+    """'thread 0 (warp 0) of CTA ...' or '32 threads (threads 32-63, warps 1) of CTA ...', per CTA."""
+    by_cta = {}
+    for t in threads:
+        by_cta.setdefault(t.cta, []).append(t)
+    parts = []
+    for cta, ts in by_cta.items():
+        if len(ts) == 1:
+            parts.append(f"thread {ts[0].tid} (warp {ts[0].warp.index}) of CTA {cta.rank_text()}")
+        else:
+            parts.append(f"{len(ts)} threads (threads {_ranges({t.tid for t in ts})}, warps "
+                         f"{_ranges({t.warp.index for t in ts})}) of CTA {cta.rank_text()}")
+    return " and ".join(parts)
 
 
 def _missing(bar):
@@ -50,6 +54,24 @@ def _queued_for(bar, pending):
     return [op for op in pending if getattr(op, "bar", None) is bar or bar in getattr(op, "bars", ())]
 
 
+def _by_analogy(bar, by_key, arrived):
+    """With no history on ``bar`` itself: the providers of the same barrier in a peer CTA of the cluster
+    (CTAs run the same code). They are reported as they are, not mapped to ``bar``'s CTA: whether a
+    CTA's own thread or the leader CTA's provides a barrier is the kernel's choice."""
+    for cta in bar.cta.cluster.ctas:
+        peer = cta.mbarriers.get(bar.offset) if cta is not bar.cta else None
+        if peer is None or peer.name != bar.name or not peer.signalled:
+            continue
+        cand = []
+        for key in peer.signalled:
+            t = by_key.get(key)
+            if t is not None and t not in arrived and t not in cand:
+                cand.append(t)
+        if cand:
+            return cand, peer
+    return [], None
+
+
 def _providers(bar, cluster_threads, by_key):
     """(threads expected to provide what the current phase lacks, how they were found)."""
     arrived = set(bar.arrived_by)
@@ -57,17 +79,21 @@ def _providers(bar, cluster_threads, by_key):
         known = [by_key[k] for k in bar.signalled if k in by_key]
         cand = [t for t in known if t not in arrived]
         if cand:
-            return cand, "arrived on it in earlier phases"
+            return cand, "they arrived on it, or issued a copy or commit to it, in earlier phases"
         warps = {t.warp for t in arrived}
         cand = [t for t in cluster_threads if t.warp in warps and t not in arrived]
         if cand:
-            return cand, "are the other lanes of the warps that arrived in this phase"
+            return cand, "the other lanes of the warps that arrived in this phase"
+        cand, peer = _by_analogy(bar, by_key, arrived)
+        if cand:
+            return cand, (f"nothing has arrived on this one yet; they arrived on the same barrier of CTA "
+                          f"{peer.cta.rank_text()}")
         if known:  # everybody who ever arrived did so in this phase: the count is higher than the arrivals
-            return [], "arrived already: the count is higher than the threads that arrive"
+            return [], "all arrived already: the count is higher than the number of threads that arrive"
         cand = [t for t in cluster_threads if not t.exited and t.blocked_on and t.blocked_on[0] is not bar]
-        return cand, "are the only threads still running (nobody has arrived on it yet)"
+        return cand, "nobody has arrived on it yet: every running thread that does not wait on it"
     announcers = list(dict.fromkeys(t for t, _, _ in bar.expect_sites))
-    return announcers, "announced the bytes with expect_tx"
+    return announcers, "they announced the bytes with expect_tx"
 
 
 def _step(bar, waiters, cluster_threads, by_key, pending):
@@ -87,27 +113,27 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
         head += (f" (announced {announced} B: {sites}; the copies delivered {announced - bar.tx} B and no copy to it "
                  f"is in flight)")
     if not provs:
-        why = f"; the threads that would provide them {how}" if how.startswith("arrived already") else \
+        why = f"; the threads that would provide them {how}" if how.startswith("all arrived") else \
             "; no running thread and no asynchronous work in flight can provide them"
         return head + why, None, [], how
     live = [t for t in provs if not t.exited]
     if not live:
-        return head + f"; they were to come from {_who(provs)}, which {how} and {'has' if len(provs) == 1 else 'have'} " \
+        return head + f"; they were to come from {_who(provs)} ({how}), which {'has' if len(provs) == 1 else 'have'} " \
                       f"exited", None, provs, how
     blocked = Counter(t.blocked_on[0] for t in live if t.blocked_on)
     if not blocked:
-        return head + f"; they were to come from {_who(live)}, which {how}", None, live, how
+        return head + f"; they were to come from {_who(live)} ({how})", None, live, how
     nxt, _ = blocked.most_common(1)[0]
     party = [t for t in live if t.blocked_on and t.blocked_on[0] is nxt]
     verb = "waits" if len(party) == 1 else "wait"
     if nxt is bar:
-        return head + (f"; they were to come from {_who(party)}, which {how} and {verb} on this barrier itself: "
+        return head + (f"; they were to come from {_who(party)} ({how}), which {verb} on this barrier itself: "
                        f"nothing else can provide them"), None, party, how
     if isinstance(nxt, MBarrier):
         what = f"mbarrier {nxt.name} [CTA {nxt.cta.rank_text()}] for phase {nxt.completed}, which lacks {_missing(nxt)}"
     else:
         what = party[0].blocked_on[1]()
-    text = head + f"; they were to come from {_who(party)}, which {how} and now {verb} {'on ' if isinstance(nxt, MBarrier) else ''}{what}"
+    text = head + f"; they were to come from {_who(party)} ({how}), which now {verb} {'on ' if isinstance(nxt, MBarrier) else ''}{what}"
     return text, (nxt if isinstance(nxt, MBarrier) else None), party, how
 
 
