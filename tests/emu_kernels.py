@@ -171,6 +171,36 @@ def k_arrivals(out, count, bug):
             out[1] = 1
 
 
+def k_ready_rounds(out, rounds, bug):
+    """Warp 1 arrives on 'ready' (count 32) once per round; thread 0 waits on each of its phases, writes
+    out[r] = r + 1 and arrives on 'go' (count 1), which warp 1 waits on before its next round.
+    bug 1: from round 1 on, lane 5 of warp 1 executes its arrive twice (ArrivalMismatch: a second
+    arrival in one phase of a barrier whose last phase had one arrival from each of 32 threads).
+    bug 2: from round 1 on, lane 5 skips its wait on 'go' and runs ahead into the next round's
+    arrival (the same report, naming the missing wait as the likely cause)."""
+    smem = cuda.shared.array(0, uint8)
+    base = ptx.shared_addr(smem)
+    tid = cuda.threadIdx.x
+    ready, go = base + BAR(0), base + BAR(1)
+    if tid == 0:
+        ptx.mbarrier_init(ready, 32)
+        ptx.mbarrier_init(go, 1)
+        ptx.fence_mbarrier_init()
+    cuda.syncthreads()
+    if tid == 0:
+        for r in range(rounds):
+            ptx.mbarrier_wait(ready, r & 1)
+            out[r] = r + 1
+            ptx.mbarrier_arrive(go)
+    elif tid >= 32:
+        for r in range(rounds):
+            ptx.mbarrier_arrive(ready)
+            if bug == 1 and tid == 37 and r >= 1:
+                ptx.mbarrier_arrive(ready)
+            if not (bug == 2 and tid == 37 and r >= 1):
+                ptx.mbarrier_wait(go, r & 1)
+
+
 def k_no_init(out):
     """Thread 0 waits on a barrier nobody initialised (MemoryFault)."""
     smem = cuda.shared.array(0, uint8)
