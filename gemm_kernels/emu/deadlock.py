@@ -97,7 +97,7 @@ def _providers(bar, cluster_threads, by_key):
 
 
 def _step(bar, waiters, cluster_threads, by_key, pending):
-    """One link of the chain: (text, the barrier its providers wait on or None, providers, why)."""
+    """One link of the chain: (its text, the mbarrier its providers wait on, or None where the chain ends)."""
     from .source import text as site_text
 
     head = (f"{_who(waiters)} wait{'s' if len(waiters) == 1 else ''} on mbarrier {bar.name} [CTA "
@@ -105,7 +105,7 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
             f"{_missing(bar)}")
     queued = _queued_for(bar, pending)
     if queued:
-        return head + f"; queued work would provide them but cannot start: {queued[0].description}", None, [], ""
+        return head + f"; queued work would provide them but cannot start: {queued[0].description}", None
     provs, how = _providers(bar, cluster_threads, by_key)
     if bar.tx > 0 and not bar.pending:
         announced = sum(n for _, _, n in bar.expect_sites)
@@ -115,26 +115,26 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
     if not provs:
         why = f"; the threads that would provide them {how}" if how.startswith("all arrived") else \
             "; no running thread and no asynchronous work in flight can provide them"
-        return head + why, None, [], how
+        return head + why, None
     live = [t for t in provs if not t.exited]
     if not live:
         return head + f"; they were to come from {_who(provs)} ({how}), which {'has' if len(provs) == 1 else 'have'} " \
-                      f"exited", None, provs, how
+                      f"exited", None
     blocked = Counter(t.blocked_on[0] for t in live if t.blocked_on)
     if not blocked:
-        return head + f"; they were to come from {_who(live)} ({how})", None, live, how
+        return head + f"; they were to come from {_who(live)} ({how})", None
     nxt, _ = blocked.most_common(1)[0]
     party = [t for t in live if t.blocked_on and t.blocked_on[0] is nxt]
     verb = "waits" if len(party) == 1 else "wait"
     if nxt is bar:
         return head + (f"; they were to come from {_who(party)} ({how}), which {verb} on this barrier itself: "
-                       f"nothing else can provide them"), None, party, how
+                       f"nothing else can provide them"), None
     if isinstance(nxt, MBarrier):
         what = f"mbarrier {nxt.name} [CTA {nxt.cta.rank_text()}] for phase {nxt.completed}, which lacks {_missing(nxt)}"
     else:
         what = party[0].blocked_on[1]()
     text = head + f"; they were to come from {_who(party)} ({how}), which now {verb} {'on ' if isinstance(nxt, MBarrier) else ''}{what}"
-    return text, (nxt if isinstance(nxt, MBarrier) else None), party, how
+    return text, (nxt if isinstance(nxt, MBarrier) else None)
 
 
 def deadlock_cause(cluster, pending):
@@ -152,13 +152,13 @@ def deadlock_cause(cluster, pending):
     steps, seen, end = [], [], "a dead end"
     while bar is not None:
         seen.append(bar)
-        text, nxt, _, _ = _step(bar, waiting[bar], cluster_threads, by_key, pending)
+        text, nxt = _step(bar, waiting[bar], cluster_threads, by_key, pending)
         steps.append(text)
         if nxt is not None and nxt in seen:
             end = f"a cycle back to mbarrier {nxt.name}"
             if nxt.completed == 0 and bar.completed == 0 and not bar.arrived_by:
-                steps[-1] += (f" (a cycle on fresh barriers: if this wait means 'the slot is free', it must pass at once "
-                              f"on a fresh barrier, so wait with parity 1, not 0)")
+                steps[-1] += (" (a cycle on fresh barriers: if this wait means 'the slot is free', it must pass at once "
+                              "on a fresh barrier, so wait with parity 1, not 0)")
             break
         bar = nxt
     first = f"deadlock in cluster {cluster.index}: {steps[-1]}."
