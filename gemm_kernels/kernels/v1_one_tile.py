@@ -76,7 +76,7 @@ LIMITS = "M = N = 128, K = 64 exactly"
 
 def gemm_v1(a, b, *, backend=None, policy="lazy", seed=0, trace=False):
     """D = A @ B.T for A [128, 64] and B [128, 64] fp16 (fp32 accumulation), one CTA."""
-    from .host import Launched, check_operands, choose_backend, run_on_emulator, run_on_gpu
+    from .host import check_operands, choose_backend
 
     m, n, k = check_operands(a, b, chapter=1, tile_m=BLOCK_M, tile_n=BLOCK_N, tile_k=BLOCK_K,
                              exact=(BLOCK_M, BLOCK_N, BLOCK_K))

@@ -13,7 +13,9 @@ from .epilogue import tmem_rows_to_global
 from .tile_copy import copy_tile_sw128
 from .tmem_lifecycle import tmem_allocate, tmem_free
 from .v1_one_tile import (A_TILE, B_TILE, BLOCK_K, BLOCK_M, BLOCK_N, IDESC, MMA_DONE, MMA_K, THREADS, TMEM_COLS,
-                          TMEM_SLOT, SIGNATURE, _launch, plan)
+                          TMEM_SLOT, _launch)
+# the same launch signature and shared-memory plan as step 1 (chapters.py reads them from this module)
+from .v1_one_tile import SIGNATURE as SIGNATURE, plan as plan  # (explicit re-export)
 
 
 @cuda.jit

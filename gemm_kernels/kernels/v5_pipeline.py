@@ -19,7 +19,7 @@ from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
 from .epilogue import store_staging, tmem_rows_to_staging
 from .host import tma_launch
 from .tmem_lifecycle import tmem_allocate, tmem_free
-from .v4_tma import SIGNATURE
+from .v4_tma import SIGNATURE as SIGNATURE  # the same launch signature as step 4 (explicit re-export)
 
 BLOCK_M, BLOCK_N, BLOCK_K, MMA_K = 128, 128, 64, 16
 THREADS = 128
