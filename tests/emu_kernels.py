@@ -106,7 +106,9 @@ def k_ring(out, rounds, stages, bug):
     both sides wait forever (Deadlock).
     bug 2: all 32 lanes of the producer warp run the loop and wait on 'empty', only lane 0 produces:
     nothing keeps lanes 1-31 in step with lane 0, and a lane that falls two phases behind waits on a
-    parity that now names the current phase instead of the one it means (a hang when it happens)."""
+    parity that now names the current phase instead of the one it means (a hang when it happens).
+    bug 3: lane 31 of the consumer warp stops arriving on 'empty' from round 2 on: 'empty' lacks one of
+    its 32 arrivals, the producer waits on it forever and the consumers starve on 'full' (Deadlock)."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -133,7 +135,8 @@ def k_ring(out, rounds, stages, bug):
         for r in range(rounds):
             ptx.mbarrier_wait(base + BAR(stage), phase)
             out[32 * r + lane] = smem32[DATA // 4 + stage]
-            ptx.mbarrier_arrive(base + BAR(8 + stage))
+            if not (bug == 3 and lane == 31 and r >= 2):
+                ptx.mbarrier_arrive(base + BAR(8 + stage))
             stage += 1
             if stage == stages:
                 stage = 0
@@ -166,6 +169,36 @@ def k_arrivals(out, count, bug):
                 ptx.mbarrier_inval(bar)
             ptx.mbarrier_init(bar, 1)  # reuse the 8 bytes for a new barrier
             out[1] = 1
+
+
+def k_ready_rounds(out, rounds, bug):
+    """Warp 1 arrives on 'ready' (count 32) once per round; thread 0 waits on each of its phases, writes
+    out[r] = r + 1 and arrives on 'go' (count 1), which warp 1 waits on before its next round.
+    bug 1: from round 1 on, lane 5 of warp 1 executes its arrive twice (ArrivalMismatch: a second
+    arrival in one phase of a barrier whose last phase had one arrival from each of 32 threads).
+    bug 2: from round 1 on, lane 5 skips its wait on 'go' and runs ahead into the next round's
+    arrival (the same report, naming the missing wait as the likely cause)."""
+    smem = cuda.shared.array(0, uint8)
+    base = ptx.shared_addr(smem)
+    tid = cuda.threadIdx.x
+    ready, go = base + BAR(0), base + BAR(1)
+    if tid == 0:
+        ptx.mbarrier_init(ready, 32)
+        ptx.mbarrier_init(go, 1)
+        ptx.fence_mbarrier_init()
+    cuda.syncthreads()
+    if tid == 0:
+        for r in range(rounds):
+            ptx.mbarrier_wait(ready, r & 1)
+            out[r] = r + 1
+            ptx.mbarrier_arrive(go)
+    elif tid >= 32:
+        for r in range(rounds):
+            ptx.mbarrier_arrive(ready)
+            if bug == 1 and tid == 37 and r >= 1:
+                ptx.mbarrier_arrive(ready)
+            if not (bug == 2 and tid == 37 and r >= 1):
+                ptx.mbarrier_wait(go, r & 1)
 
 
 def k_no_init(out):

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..trace import Trace
 from . import context
+from .deadlock import deadlock_cause
 from .errors import CtaGroupMix
 from .machine import Cluster, _ranges
 from .memory import GlobalView
@@ -64,42 +65,8 @@ class Launch:
             yield index, blocks
             index += 1
 
-    def deadlock_cause(self, cluster):
-        """The most specific first line: the mbarrier that most blocked threads wait on, what its
-        phase lacks, who provided the last phase's arrivals and what those parties do now."""
-        from .mbarrier import MBarrier
-
-        waiting = defaultdict(list)
-        for cta in cluster.ctas:
-            for t in cta.threads:
-                if not t.exited and t.blocked_on and isinstance(t.blocked_on[0], MBarrier):
-                    waiting[t.blocked_on[0]].append(t)
-        if not waiting:
-            return None
-        bar, threads = max(waiting.items(), key=lambda kv: len(kv[1]))
-        lacks = []
-        if bar.pending:
-            lacks.append(f"{bar.pending} of {bar.expected} arrivals")
-        if bar.tx > 0:
-            lacks.append(f"{bar.tx} transaction bytes")
-        missing = " and ".join(lacks) or "nothing (its waiters name the other parity)"
-        who = f"{len(threads)} thread(s) of CTA {threads[0].cta.rank_text()} (warps {_ranges({t.warp.index for t in threads})})"
-        text = (f"deadlock in cluster {cluster.index}: {who} wait on mbarrier {bar.name} for phase {bar.completed}, "
-                f"which lacks {missing}.")
-        providers = {}
-        for t in bar.prev_arrivers:
-            state = "has exited" if t.exited else (f"waits {t.blocked_on[1]()}" if t.blocked_on else "is runnable")
-            providers.setdefault(state, []).append(t)
-        if providers:
-            parts = [f"{', '.join(str(t) for t in ts[:2])}{' ...' if len(ts) > 2 else ''} {state}"
-                     for state, ts in providers.items()]
-            text += " The previous phase's arrivals came from " + "; ".join(parts) + "."
-        elif bar.completed == 0:
-            text += " No phase of it has completed yet: check who is meant to arrive (and announce bytes) first."
-        return text
-
     def deadlock_report(self, cluster):
-        first = self.deadlock_cause(cluster)
+        first = deadlock_cause(cluster, self.scheduler.pending)
         lines = [first or f"deadlock in cluster {cluster.index}: every live thread is blocked and no queued "
                           f"asynchronous operation can complete."]
         if first:

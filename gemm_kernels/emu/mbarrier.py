@@ -32,6 +32,8 @@ class MBarrier(Waitable):
         self.tx = 0
         self.completed = 0  # number of completed phases; the current phase has parity completed & 1
         self.arrived_by = []  # threads that arrived in the current phase (for deadlock reports)
+        self.one_each = False  # the last phase completed with one arrival from each of `expected` threads
+        self.arrived_threads = set()  # threads' own arrivals in the current phase (while one_each)
         self.prev_arrivers = []  # the threads (or issuers of async arrivals) that completed the last phase
         self.phase_time = 0.0  # virtual time of the latest arrival / byte in the current phase
         self.completion_time = {}  # phase index -> virtual time it completed
@@ -71,6 +73,8 @@ class MBarrier(Waitable):
         """An arrival by ``thread`` (or, with ``async_vc``, by asynchronous work it issued)."""
         if async_vc is None:
             self.sp.release(thread)
+            if self.one_each:
+                self._check_second_arrival(thread, count)
         else:
             self.sp.release_async(async_vc, tcgen05)
         self.pending -= count
@@ -83,6 +87,33 @@ class MBarrier(Waitable):
         if self.pending == 0 and self.tx == 0:
             self._check_over_arrival(thread)
         self._maybe_complete()
+
+    def _check_second_arrival(self, thread, count):
+        """A thread's second arrival in one phase, on a barrier whose last phase was completed by one
+        arrival from each of ``expected`` different threads. The rule: (1) the count is above 1 (with a
+        count of 1 every arrival completes its phase); (2) the barrier's history shows the pattern "one
+        arrival per thread per phase": its last completed phase got exactly ``expected`` arrivals, of count
+        1, from ``expected`` different threads; (3) this thread already arrived, itself (not through a
+        commit or copy it issued), in the current phase. The hardware counts arrivals, not threads, so the
+        second arrival stands in for a thread that has not arrived: the phase completes before that thread
+        is done, and one arrival is left over for the next phase (an H200 failed the launch on an
+        over-arrival, tests/hopper/h200_sanitizer_cases.json). A kernel whose set of arriving threads
+        legitimately changes from phase to phase would break (2); none of the chapters or the bug
+        catalogue's corrected kernels does. Not covered: the first phase (no history yet)."""
+        if count != 1:
+            return
+        if thread in self.arrived_threads:
+            from .source import here
+
+            raise ArrivalMismatch(
+                f"{thread} arrived on mbarrier {self.name} [CTA {self.cta.rank_text()}] a second time in phase "
+                f"{self.completed} at {here()}; its last phase was completed by one arrival from each of "
+                f"{self.expected} threads. The barrier counts arrivals, not threads: this one stands in for a "
+                f"thread that has not arrived, so the phase completes early (and on an H200 an over-arrival "
+                f"failed the launch). Likely cause: a wait missing between this thread's two arrivals (it ran "
+                f"ahead into the next phase's work without waiting for the barrier that releases it); otherwise "
+                f"the arrive is executed twice per phase.")
+        self.arrived_threads.add(thread)
 
     def _check_over_arrival(self, thread):
         """Arrivals beyond the count: the PTX ISA leaves them undefined. On an H200 a whole warp arriving
@@ -139,6 +170,9 @@ class MBarrier(Waitable):
             self.completed += 1
             self.pending = self.expected
             self.prev_arrivers = list(dict.fromkeys(self.arrived_by))
+            self.one_each = (self.expected > 1 and len(self.arrived_by) == self.expected
+                             and len(self.prev_arrivers) == self.expected)
+            self.arrived_threads = set()
             self.arrived_by = []
             self.notify()
 

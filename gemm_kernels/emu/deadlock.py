@@ -1,0 +1,169 @@
+"""The first line of a deadlock report: the root wait, found by following the wait-for chain.
+
+The barrier most threads wait on is usually a symptom (consumers starve on 'full' because the
+producer is stuck elsewhere). So the report starts there and asks, step by step, who was expected
+to provide what the current phase lacks, and what that party waits on itself:
+
+* missing arrivals are expected from the threads that arrived on the barrier (or issued a commit or
+  copy to it) in earlier phases and have not arrived in this one; with no history (phase 0), from the
+  other lanes of the warps that did arrive in this phase, and failing that from every blocked thread
+  that does not wait on this barrier;
+* missing transaction bytes are expected from queued copies that target the barrier, else from the
+  threads that announced them with ``expect_tx`` (who would issue the copy);
+* a queued commit or copy that targets the barrier ends the chain (it waits on earlier work).
+
+The chain stops at a wait that nothing can complete: a cycle (the providers wait on a barrier
+already in the chain), a dead end (the providers have exited, or nobody is left to provide), or a
+wait on something other than an mbarrier. That last wait is the root and is reported first; the
+chain follows on the next line. Everything here runs only after a deadlock was detected.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from .machine import _ranges
+from .mbarrier import MBarrier
+
+
+def _who(threads):
+    """'thread 0 (warp 0) of CTA ...' or '32 threads (threads 32-63, warps 1) of CTA ...', per CTA."""
+    by_cta = {}
+    for t in threads:
+        by_cta.setdefault(t.cta, []).append(t)
+    parts = []
+    for cta, ts in by_cta.items():
+        if len(ts) == 1:
+            parts.append(f"thread {ts[0].tid} (warp {ts[0].warp.index}) of CTA {cta.rank_text()}")
+        else:
+            parts.append(f"{len(ts)} threads (threads {_ranges({t.tid for t in ts})}, warps "
+                         f"{_ranges({t.warp.index for t in ts})}) of CTA {cta.rank_text()}")
+    return " and ".join(parts)
+
+
+def _missing(bar):
+    lacks = []
+    if bar.pending:
+        lacks.append(f"{bar.pending} of {bar.expected} arrivals")
+    if bar.tx > 0:
+        lacks.append(f"{bar.tx} transaction bytes")
+    return " and ".join(lacks) or "nothing (its waiters name the other parity)"
+
+
+def _queued_for(bar, pending):
+    """Queued asynchronous work that would arrive on (or deliver bytes to) ``bar``."""
+    return [op for op in pending if getattr(op, "bar", None) is bar or bar in getattr(op, "bars", ())]
+
+
+def _by_analogy(bar, by_key, arrived):
+    """With no history on ``bar`` itself: the providers of the same barrier in a peer CTA of the cluster
+    (CTAs run the same code). They are reported as they are, not mapped to ``bar``'s CTA: whether a
+    CTA's own thread or the leader CTA's provides a barrier is the kernel's choice."""
+    for cta in bar.cta.cluster.ctas:
+        peer = cta.mbarriers.get(bar.offset) if cta is not bar.cta else None
+        if peer is None or peer.name != bar.name or not peer.signalled:
+            continue
+        cand = []
+        for key in peer.signalled:
+            t = by_key.get(key)
+            if t is not None and t not in arrived and t not in cand:
+                cand.append(t)
+        if cand:
+            return cand, peer
+    return [], None
+
+
+def _providers(bar, cluster_threads, by_key):
+    """(threads expected to provide what the current phase lacks, how they were found)."""
+    arrived = set(bar.arrived_by)
+    if bar.pending:
+        known = [by_key[k] for k in bar.signalled if k in by_key]
+        cand = [t for t in known if t not in arrived]
+        if cand:
+            return cand, "they arrived on it, or issued a copy or commit to it, in earlier phases"
+        warps = {t.warp for t in arrived}
+        cand = [t for t in cluster_threads if t.warp in warps and t not in arrived]
+        if cand:
+            return cand, "the other lanes of the warps that arrived in this phase"
+        cand, peer = _by_analogy(bar, by_key, arrived)
+        if cand:
+            return cand, (f"nothing has arrived on this one yet; they arrived on the same barrier of CTA "
+                          f"{peer.cta.rank_text()}")
+        if known:  # everybody who ever arrived did so in this phase: the count is higher than the arrivals
+            return [], "all arrived already: the count is higher than the number of threads that arrive"
+        cand = [t for t in cluster_threads if not t.exited and t.blocked_on and t.blocked_on[0] is not bar]
+        return cand, "nobody has arrived on it yet: every running thread that does not wait on it"
+    announcers = list(dict.fromkeys(t for t, _, _ in bar.expect_sites))
+    return announcers, "they announced the bytes with expect_tx"
+
+
+def _step(bar, waiters, cluster_threads, by_key, pending):
+    """One link of the chain: (its text, the mbarrier its providers wait on, or None where the chain ends)."""
+    from .source import text as site_text
+
+    head = (f"{_who(waiters)} wait{'s' if len(waiters) == 1 else ''} on mbarrier {bar.name} [CTA "
+            f"{bar.cta.rank_text()}] for phase {bar.completed} (parity {bar.completed & 1}), which lacks "
+            f"{_missing(bar)}")
+    queued = _queued_for(bar, pending)
+    if queued:
+        return head + f"; queued work would provide them but cannot start: {queued[0].description}", None
+    provs, how = _providers(bar, cluster_threads, by_key)
+    if bar.tx > 0 and not bar.pending:
+        announced = sum(n for _, _, n in bar.expect_sites)
+        sites = "; ".join(f"{n} B by {t} at {site_text(s)}" for t, s, n in bar.expect_sites) or "none"
+        head += (f" (announced {announced} B: {sites}; the copies delivered {announced - bar.tx} B and no copy to it "
+                 f"is in flight)")
+    if not provs:
+        why = f"; the threads that would provide them {how}" if how.startswith("all arrived") else \
+            "; no running thread and no asynchronous work in flight can provide them"
+        return head + why, None
+    live = [t for t in provs if not t.exited]
+    if not live:
+        return head + f"; they were to come from {_who(provs)} ({how}), which {'has' if len(provs) == 1 else 'have'} " \
+                      f"exited", None
+    blocked = Counter(t.blocked_on[0] for t in live if t.blocked_on)
+    if not blocked:
+        return head + f"; they were to come from {_who(live)} ({how})", None
+    nxt, _ = blocked.most_common(1)[0]
+    party = [t for t in live if t.blocked_on and t.blocked_on[0] is nxt]
+    verb = "waits" if len(party) == 1 else "wait"
+    if nxt is bar:
+        return head + (f"; they were to come from {_who(party)} ({how}), which {verb} on this barrier itself: "
+                       f"nothing else can provide them"), None
+    if isinstance(nxt, MBarrier):
+        what = f"mbarrier {nxt.name} [CTA {nxt.cta.rank_text()}] for phase {nxt.completed}, which lacks {_missing(nxt)}"
+    else:
+        what = party[0].blocked_on[1]()
+    text = head + f"; they were to come from {_who(party)} ({how}), which now {verb} {'on ' if isinstance(nxt, MBarrier) else ''}{what}"
+    return text, (nxt if isinstance(nxt, MBarrier) else None)
+
+
+def deadlock_cause(cluster, pending):
+    """The root wait (first line) and the chain that led to it (second line), or None when no thread
+    waits on an mbarrier."""
+    cluster_threads = [t for cta in cluster.ctas for t in cta.threads]
+    by_key = {t.key: t for t in cluster_threads}
+    waiting = {}
+    for t in cluster_threads:
+        if not t.exited and t.blocked_on and isinstance(t.blocked_on[0], MBarrier):
+            waiting.setdefault(t.blocked_on[0], []).append(t)
+    if not waiting:
+        return None
+    bar = max(waiting.items(), key=lambda kv: len(kv[1]))[0]
+    steps, seen, end = [], [], "a dead end"
+    while bar is not None:
+        seen.append(bar)
+        text, nxt = _step(bar, waiting[bar], cluster_threads, by_key, pending)
+        steps.append(text)
+        if nxt is not None and nxt in seen:
+            end = f"a cycle back to mbarrier {nxt.name}"
+            if nxt.completed == 0 and bar.completed == 0 and not bar.arrived_by:
+                steps[-1] += (" (a cycle on fresh barriers: if this wait means 'the slot is free', it must pass at once "
+                              "on a fresh barrier, so wait with parity 1, not 0)")
+            break
+        bar = nxt
+    first = f"deadlock in cluster {cluster.index}: {steps[-1]}."
+    if len(steps) == 1:
+        return first
+    chain = " <- ".join(f"mbarrier {b.name} phase {b.completed}" for b in seen)
+    return first + f"\n  wait-for chain from the barrier most threads wait on ({end}): {chain}; " + \
+        "; then ".join(steps[:-1]) + "."

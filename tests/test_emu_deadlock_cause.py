@@ -1,0 +1,51 @@
+"""A deadlock's first line names the root wait, found by following the wait-for chain from the
+barrier most threads wait on (gemm_kernels/emu/deadlock.py): the barrier, its phase, what it lacks,
+and the party that was expected to provide it, in every completion order."""
+import pytest
+
+from gemm_kernels.emu import errors as E
+from tests import emu_kernels as K
+from tests.test_emu_bugs import ring, tma_load
+
+POLICIES = [("eager", 0), ("lazy", 0), ("random", 1)]
+
+
+def _first_line(fn):
+    with pytest.raises(E.Deadlock) as ei:
+        fn()
+    return str(ei.value).splitlines()
+
+
+@pytest.mark.parametrize("policy,seed", POLICIES)
+def test_producer_wrong_parity_names_the_producers_wait(policy, seed):
+    """The consumers (32 threads) starve on full[0]; the root is the producer's parity-0 wait on the
+    fresh empty[0], which only the consumers could complete: a cycle."""
+    lines = _first_line(lambda: ring(1, policy, seed))
+    first = lines[0]
+    assert first.startswith("deadlock in cluster 0: thread 0 (warp 0) of CTA (0,0,0) waits on mbarrier empty[0]"), first
+    for needle in ("for phase 0 (parity 0), which lacks 32 of 32 arrivals", "threads 32-63, warps 1",
+                   "now wait on mbarrier full[0]", "wait with parity 1"):
+        assert needle in first, (needle, first)
+    assert "wait-for chain" in lines[1] and "mbarrier full[0] phase 0 <- mbarrier empty[0] phase 0" in lines[1], lines[1]
+
+
+@pytest.mark.parametrize("policy,seed", POLICIES)
+def test_consumer_missing_arrival_names_the_lane_that_did_not_arrive(policy, seed):
+    """Lane 31 of the consumer warp stops arriving on empty: the root is the producer's wait on
+    empty[0] phase 1 (31 of 32 arrivals), expected from thread 63, which waits on full[0]."""
+    first = _first_line(lambda: ring(3, policy, seed))[0]
+    assert first.startswith("deadlock in cluster 0: thread 0 (warp 0) of CTA (0,0,0) waits on mbarrier empty[0]"), first
+    for needle in ("for phase 1 (parity 1), which lacks 1 of 32 arrivals", "come from thread 63 (warp 1)",
+                   "they arrived on it, or issued a copy or commit to it, in earlier phases", "now waits on mbarrier full[0]"):
+        assert needle in first, (needle, first)
+
+
+@pytest.mark.parametrize("policy,seed", POLICIES)
+def test_expect_tx_too_large_names_the_announcement(policy, seed):
+    """Two boxes announced, one delivered: the root is tma_bar phase 0 itself, lacking 16384 bytes,
+    with the announcing line and thread; no copy is in flight."""
+    first = _first_line(lambda: tma_load(2 * K.BOX_BYTES, policy=policy, seed=seed))[0]
+    for needle in ("wait on mbarrier tma_bar", "for phase 0 (parity 0), which lacks 16384 transaction bytes",
+                   "announced 32768 B", "by thread 0 (warp 0, lane 0)", "emu_kernels.py:",
+                   "the copies delivered 16384 B and no copy to it is in flight"):
+        assert needle in first, (needle, first)
