@@ -21,9 +21,9 @@ def test_every_chapter_starts_with_the_switch(page):
     assert SWITCH in cells[0], f"{page.name}: the first code cell must be the BACKEND switch"
     assert "bh.use_backend(BACKEND)" in cells[1], f"{page.name}: the imports must apply the switch"
     # runs and traces go through the switch (book_helpers), not a hard-coded backend. Planted bugs
-    # (bh.variant, chapter 6's reset_phases knob) run on the emulator by design: on a GPU they may hang.
+    # (bh.variant) run on the emulator by design: on a GPU they may hang.
     for cell in cells:
-        if 'backend="emulator"' in cell and "reset_phases=True" not in cell and "bh.variant(" not in cell:
+        if 'backend="emulator"' in cell and "bh.variant(" not in cell:
             pytest.fail(f"{page.name}: a cell hard-codes the emulator:\n{cell}")
 
 

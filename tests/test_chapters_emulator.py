@@ -78,14 +78,18 @@ def test_trace_returned():
 def test_reset_phase_variant_is_reported():
     """Resetting the phases at each persistent tile (the seed's V6) with an odd number of K chunks:
     the emulator names the stale wait (lazy) or the deadlock it causes (eager)."""
+    from gemm_kernels.book_helpers import variant
     from gemm_kernels.emu import Deadlock, StalePhaseWait
+    from gemm_kernels.exercises import RESET_PHASES
+
+    reset = variant(6, RESET_PHASES).entry
 
     a, b = random_operands(256, 384, 192, seed=4)  # 3 chunks per tile: odd
     with pytest.raises(StalePhaseWait, match="mma_done barrier"):
-        CHAPTERS[6].entry(a, b, backend="emulator", policy="lazy", reset_phases=True)
+        reset(a, b, backend="emulator", policy="lazy")
     with pytest.raises(Deadlock, match="mma_done barrier"):
-        CHAPTERS[6].entry(a, b, backend="emulator", policy="eager", reset_phases=True)
+        reset(a, b, backend="emulator", policy="eager")
     # with an even number of chunks per tile the reset happens to be harmless
     a, b = random_operands(256, 384, 256, seed=4)
-    d = CHAPTERS[6].entry(a, b, backend="emulator", policy="lazy", reset_phases=True)
+    d = reset(a, b, backend="emulator", policy="lazy")
     assert compare(d, a, b).ok

@@ -8,6 +8,7 @@ import pytest
 from gemm_kernels import CHAPTERS, book_helpers
 from gemm_kernels.check import random_operands
 from gemm_kernels.emu import errors as E
+from gemm_kernels.exercises import RESET_PHASES
 from tests import emu_kernels as K
 from tests import test_emu_bugs as B
 
@@ -36,7 +37,7 @@ KERNEL_FOR = {
     "hangs at a named barrier": lambda: B.named(1),
     "occasional wrong tiles from a TMA store": lambda: B.named(2),
     "right on the first K block, wrong after": lambda: B.stale(1),
-    "wrong from the second persistent tile": _chapter(6, (256, 384, 192), reset_phases=True),
+    "wrong from the second persistent tile": _variant(6, RESET_PHASES, (256, 384, 192)),
     "a wait releases or blocks at the wrong phase": lambda: B.ring(2, "random", 1, rounds=40, stages=1),
     "the barrier completes too early or too late, or the launch fails": lambda: B.arrivals(1, 1),
     "the barrier completes with data missing": lambda: B.tma_load(K.BOX_BYTES // 2),

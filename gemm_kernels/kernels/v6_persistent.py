@@ -7,8 +7,8 @@ t + gridDim, t + 2 gridDim, ... The per-tile work is step 5's pipeline.
 The ring position (stage and phase) and the barriers' phases are carried from one tile to the
 next. Resetting them at each tile, as a first attempt often does, is only correct when every
 barrier completes an even number of phases per tile; with an odd number of K chunks a wait
-passes on an old phase and the MMA reads a stage the TMA has not filled. ``reset_phases=True``
-builds that broken variant for the chapter's exercise (the emulator reports StalePhaseWait)."""
+passes on an old phase and the MMA reads a stage the TMA has not filled (the chapter's "Break it"
+plants that reset with ``exercises.RESET_PHASES``; the emulator reports StalePhaseWait)."""
 import functools
 
 from numba import cuda, uint8, uint32
@@ -26,11 +26,11 @@ IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(depth, group=GROUP, reset_phases=False):
+def make_kernel(depth, group=GROUP):
     plan, o = make_plan(depth)
     A0, B0, D_STAGING, TMA0, MMA_DONE, ACC_READY, TMEM_SLOT = (o[k] for k in ("a", "b", "d", "tma", "mma", "acc",
                                                                                 "slot"))
-    DEPTH, GROUP_M, RESET = depth, group, reset_phases
+    DEPTH, GROUP_M = depth, group
 
     @cuda.jit
     def gemm_v6_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n, div_group, div_last):
@@ -65,10 +65,6 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
             m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
             m0 = m_idx * BLOCK_M
             n0 = n_idx * BLOCK_N
-            if RESET:  # the broken variant: forget where the ring and the barriers are
-                stage = uint32(0)
-                tma_phase = uint32(0)
-                mma_phase = uint32(0)
             if tid == 0:
                 for i in range(min(DEPTH, k_tiles)):
                     s = (stage + i) % DEPTH
@@ -97,10 +93,6 @@ def make_kernel(depth, group=GROUP, reset_phases=False):
                         ptx.tma_load_2d(b_stage, tmap_b, nxt * BLOCK_K, n0, full)
                     stage, tma_phase = advance(stage, tma_phase, DEPTH)
                 ptx.tcgen05_commit(acc_ready)
-            else:  # the other threads only need to know where the ring is (for RESET parity)
-                for kc in range(k_tiles):
-                    stage, tma_phase = advance(stage, tma_phase, DEPTH)
-                    mma_phase ^= uint32(1)
 
             ptx.mbarrier_wait(acc_ready, acc_phase)
             acc_phase ^= uint32(1)
@@ -125,7 +117,7 @@ LIMITS = "M and N multiples of 128, K a multiple of 64; persistent grid of min(S
 
 
 def gemm_v6(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
-            num_ctas=None, reset_phases=False):
+            num_ctas=None):
     """D = A @ B.T with a persistent grid and a grouped tile scheduler (steps 5's pipeline per tile)."""
     from .host import check_operands, check_pipeline_config, choose_backend, persistent_size
 
@@ -134,7 +126,7 @@ def gemm_v6(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_dept
     backend = choose_backend(backend, 6)
     tiles = (m // BLOCK_M) * (n // BLOCK_N)
     grid = (min(persistent_size(backend, num_ctas, EMULATOR_CTAS), tiles), 1)
-    kernel, kplan = make_kernel(pipe_depth, group, reset_phases)
+    kernel, kplan = make_kernel(pipe_depth, group)
     return tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, plan=kplan, threads=THREADS,
                       boxes=((BLOCK_M, BLOCK_K), (BLOCK_N, BLOCK_K), (BLOCK_M, 64)),
                       extra=scheduler_args(m // BLOCK_M, n // BLOCK_N, group))

@@ -6,7 +6,7 @@ CTA r (r = %cluster_ctarank, 0 or 1) loads rows [128 r, 128 r + 128) of the clus
 rows [128 r, 128 r + 128) of its B into its own shared memory, at the same offsets in both CTAs.
 The even CTA's MMA warp issues one M = 256, N = 256, K = 16 MMA that reads both CTAs' halves and
 writes rows 0-127 of D into CTA 0's TMEM and rows 128-255 into CTA 1's (256 columns each). So
-each CTA writes back a 128 x 256 half of the tile, in two 128-column chunks.
+each CTA writes back a 128 x 256 half of the tile, 32-column subtile by subtile as in step 7.
 
 What changes in the handoffs (step 7's names):
   tma2mma[s]  only the leader's is used: both CTAs' TMA loads (.cta_group::2) complete bytes on
