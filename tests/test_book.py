@@ -7,6 +7,7 @@ bundled offline copy.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -175,3 +176,37 @@ def test_chapter_pages_in_headless_chromium(built_book):
         assert not report.requests, f"{page} asked the network for {report.requests}"
         assert report.values[drawn], f"{page}: plotly did not draw the interactive view"
         assert report.values[slider] == 1, f"{page}: the time cursor's slider is missing"
+
+
+def _claimed_break_it_reports() -> dict[int, set[str]]:
+    """{chapter: report classes} from the debugging guide's sentence "The chapters' "Break it"
+    sections show the real reports: chapter 1 `X`, chapter 5 and 7 `Y`, ...". """
+    text = " ".join((ROOT / "book" / "debugging.md").read_text().split())
+    sentence = text[text.index("show the real reports:"):].split(".", 1)[0]
+    claims: dict[int, set[str]] = {}
+    for chapters, names in re.findall(r"chapters? ([\d ,and]+?) ((?:`\w+`(?: and )?)+)", sentence):
+        for ch in re.findall(r"\d+", chapters):
+            claims.setdefault(int(ch), set()).update(re.findall(r"`(\w+)`", names))
+    return claims
+
+
+def test_debugging_guide_claims_are_parsed():
+    claims = _claimed_break_it_reports()
+    # chapter 3's "Break it" is not named there; every other chapter is
+    assert set(claims) == set(range(1, 10)) - {3}, f"the guide's Break-it sentence names chapters {sorted(claims)}"
+
+
+@pytest.mark.slow
+def test_break_it_reports_named_by_the_debugging_guide_are_printed(built_book):
+    """The guide says which report each chapter's "Break it" shows; each must appear in that
+    chapter's executed outputs (the .ipynb the page offers), so a stale claim fails."""
+    html, _ = built_book
+    missing = {}
+    for ch, names in _claimed_break_it_reports().items():
+        (page,) = [p for p in CHAPTER_PAGES if p.startswith(f"{ch:02d}-") or p.startswith(f"chapters/{ch:02d}-")]
+        nb = json.loads((html / "_sources" / (page[:-len(".html")] + ".ipynb")).read_text())
+        outputs = json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"])
+        absent = {n for n in names if n not in outputs}
+        if absent:
+            missing[ch] = sorted(absent)
+    assert not missing, f"reports the debugging guide promises but the chapters do not print: {missing}"
