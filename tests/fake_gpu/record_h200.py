@@ -14,7 +14,6 @@ import sys
 import importlib.util
 
 from cuda.bindings import driver as drv
-from cuda.bindings import nvrtc
 
 
 def _cases():
@@ -29,6 +28,9 @@ def _cases():
 _c = _cases()
 LAUNCH_CASES, OCCUPANCY_CASES, TENSOR_MAP_CASES = _c.LAUNCH_CASES, _c.OCCUPANCY_CASES, _c.TENSOR_MAP_CASES
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hopper"))
+from nvrtc_cubin import compile_cubin  # noqa: E402  (shared with tests/hopper/sanitizer_h200.py)
+
 SRC = b'extern "C" __global__ void count(unsigned* c) { if (threadIdx.x == 0) atomicAdd(c, 1u); }'
 
 
@@ -40,18 +42,7 @@ def ok(res):
 
 
 def compile_kernel(cc):
-    _, prog = nvrtc.nvrtcCreateProgram(SRC, b"count.cu", 0, [], [])
-    arch = f"--gpu-architecture=sm_{cc[0]}{cc[1]}".encode()
-    (err,) = nvrtc.nvrtcCompileProgram(prog, 1, [arch])
-    if int(err) != 0:
-        _, n = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * n
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        raise RuntimeError(log.decode())
-    _, n = nvrtc.nvrtcGetCUBINSize(prog)
-    cubin = b" " * n
-    nvrtc.nvrtcGetCUBIN(prog, cubin)
-    return cubin
+    return compile_cubin(SRC, b"count.cu", f"sm_{cc[0]}{cc[1]}")
 
 
 def tensor_map(base, changes):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import datetime
 import json
+import os
 import subprocess
 import sys
 import time
@@ -81,7 +82,8 @@ def _ok(res):
 def run_one(name):
     """In this process: compile, launch ``name`` once, print a JSON line with what happened."""
     from cuda.bindings import driver as drv
-    from cuda.bindings import nvrtc
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from nvrtc_cubin import compile_cubin  # shared with tests/fake_gpu/record_h200.py
 
     _ok(drv.cuInit(0))
     dev = _ok(drv.cuDeviceGet(0))
@@ -89,17 +91,8 @@ def run_one(name):
     A = drv.CUdevice_attribute
     cc = (_ok(drv.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)),
           _ok(drv.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)))
-    _, prog = nvrtc.nvrtcCreateProgram(SRC.encode(), b"sanitizer.cu", 0, [], [])
-    arch = f"--gpu-architecture=sm_{cc[0]}{cc[1]}{'a' if cc[0] >= 9 else ''}".encode()
-    (err,) = nvrtc.nvrtcCompileProgram(prog, 1, [arch])
-    if int(err) != 0:
-        _, n = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * n
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        raise RuntimeError(log.decode())
-    _, n = nvrtc.nvrtcGetCUBINSize(prog)
-    cubin = b" " * n
-    nvrtc.nvrtcGetCUBIN(prog, cubin)
+    arch = f"sm_{cc[0]}{cc[1]}{'a' if cc[0] >= 9 else ''}"
+    cubin = compile_cubin(SRC.encode(), b"sanitizer.cu", arch)
     module = _ok(drv.cuModuleLoadData(cubin))
     fn = _ok(drv.cuModuleGetFunction(module, name.encode()))
     out = _ok(drv.cuMemAlloc(64 * 4))
