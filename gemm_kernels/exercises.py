@@ -19,7 +19,7 @@ PAD16 = " " * 16
 RESET_PHASES = {
     "            n0 = n_idx * BLOCK_N\n":
     "            n0 = n_idx * BLOCK_N\n"
-    "            stage = uint32(0)  # planted: forget where the ring and the barriers are\n"
+    "            stage = uint32(0)  # planted bug: the ring restarts\n"
     "            tma_phase = uint32(0)\n"
     "            mma_phase = uint32(0)\n",
 }
