@@ -6,7 +6,7 @@ A GPU has no integer divide: ``//`` or ``%`` on Numba's default 64-bit integers 
 software routine (``__cuda_sm20_div_s64``, dozens of instructions), even in 32 bits an inline
 sequence of a dozen. The scheduler's divisors are fixed for a launch, so the host turns each into
 a multiplier and a shift (``fast_divisor``, CUTLASS's FastDivmod idea) and the device divides with
-one wide multiply and one shift (``fast_div``). The host checks that tile numbers fit in 31 bits."""
+one wide multiply and one shift (``fast_div``). The host checks that tile numbers stay below 2**30."""
 from numba import cuda, uint32, uint64
 
 from . import ptx

@@ -111,9 +111,6 @@ class HotLoop:
     def per_unit(self):
         return self.loop.size / self.units
 
-    def per_unit_by_category(self):
-        return {k: v / self.units for k, v in self.categories.items()}
-
 
 def parse(sass):
     """{function name: [(address, text) or ('label', name)]} of an ``nvdisasm -c`` listing."""

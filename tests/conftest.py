@@ -68,6 +68,14 @@ def pytest_runtest_logreport(report):
     _SKIP_LOG.append((report.nodeid, outcome, {m for m in GPU_MARKERS if m in report.keywords}, reason))
 
 
+def pytest_collectreport(report):
+    """A whole module skipped while it is imported (``allow_module_level``, ``importorskip``) never
+    reaches pytest_runtest_logreport: log it here, so a full CI run sees it too."""
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _SKIP_LOG.append((report.nodeid, "skipped", set(), reason.removeprefix("Skipped: ")))
+
+
 def unexpected_outcomes(log, gpu_present):
     """The skips a full CI run does not allow: every skip must be of a blackwell/hopper test, and
     without a GPU every blackwell/hopper test must have skipped. ``log``: (nodeid, outcome, markers,

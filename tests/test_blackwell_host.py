@@ -21,8 +21,6 @@ from gemm_kernels.cli import main
 from tests.fake_gpu import FakeGpu, FakeIllegalAddress, execute
 from tests.fake_gpu.spec import B200, H200
 
-# the chapters whose host side passes argument types other than the SIGNATURE the book builds
-# (and test_chapters_build checks): numba would compile, and a B200 would run, another kernel
 @pytest.fixture
 def gemm_gpu(monkeypatch):
     """A fake B200 on which a chapter kernel's launch writes the correct D (numpy)."""
@@ -346,4 +344,6 @@ def test_hang_guard_passes_a_kernel_that_finishes(gemm_gpu):
     cap = bench.capture_launch(8, a, b)
     buf = launch_guarded(cap.kernel, cap.grid, cap.block, cap.args, regions=cap.regions,
                          shared_bytes=cap.shared_bytes, cluster=cap.cluster)
+    guarded = gemm_gpu.kernel_launches()[-1]
+    assert guarded.dispatcher is buf.kernel_for(cap.kernel) and guarded.args == cap.args, "the guarded build ran"
     assert buf.read().count(0) == len(buf.read())

@@ -67,11 +67,14 @@ def test_one_legend_entry_per_kind(step5_trace):
     plt.close(fig)
 
 
-def test_lane_names_are_the_same_for_one_and_many_ctas(step5_trace, step6_trace):
-    one = [t.get_text() for t in timeline.draw_timeline(step5_trace).get_yticklabels()]
+def test_lane_names_are_the_same_for_one_and_many_ctas(step6_trace):
+    one = [t.get_text() for t in timeline.draw_timeline(step6_trace).get_yticklabels()]
     assert one[0] == "TMA" and "TMA unit" not in one
-    many = [t.get_text() for t in timeline.draw_timeline(step6_trace).get_yticklabels()]
-    assert many[0] == "TMA"
+    a, b = random_operands(256, 256, 128)
+    two_ctas = bh.trace_of(6, a, b, num_ctas=2)  # the same kernel on two CTAs: lanes "CTA 0 TMA", ...
+    assert any(e.lane.startswith("CTA 0 ") for e in two_ctas.events), "not a multi-CTA trace"
+    many = [t.get_text() for t in timeline.draw_timeline(two_ctas).get_yticklabels()]
+    assert many == one
     plt.close("all")
 
 

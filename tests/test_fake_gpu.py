@@ -195,9 +195,12 @@ def test_launch_verdicts_match_the_h200_driver(fake_b200, name, case, rule):
     assert list(_fake_driver_launch(fake_b200, case)) == H200_RECORD["launches"][name]
 
 
-def test_cuda_core_counts_the_grid_in_clusters_as_the_fake_does():
-    """cuda.core 1.2 on the H200 ran 4 blocks for LaunchConfig(grid=2, cluster=2)."""
-    assert H200_RECORD["cuda_core"]["blocks_for_grid_2_cluster_2"] == 4
+def test_cuda_core_counts_the_grid_in_clusters_as_the_fake_does(fake_b200):
+    """cuda.core 1.2 on the H200 ran 4 blocks for LaunchConfig(grid=2, cluster=2): the fake must too."""
+    p, x = _prepared(fake_b200, cluster=(2, 1, 1))
+    fake_b200.launch_core(None, FakeLaunchConfig(grid=2, cluster=2, block=32), p.kernel, x)
+    blocks = fake_b200.launches[-1].grid
+    assert blocks[0] * blocks[1] * blocks[2] == H200_RECORD["cuda_core"]["blocks_for_grid_2_cluster_2"] == 4
 
 
 @pytest.mark.parametrize("threads, smem, size", OCCUPANCY_CASES)

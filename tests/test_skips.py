@@ -101,7 +101,8 @@ def test_plain():
     ("pytest.skip('headers missing')", "1", 1, "test_plain: skipped (headers missing)"),
     ("pytest.skip('headers missing')", "", 0, None),  # outside the full CI run a skip is a skip
 ])
-def test_full_ci_run_fails_on_an_unexpected_skip(tmp_path, body, full_ci, rc, says):
+@pytest.mark.parametrize("module_skip", [False, True])
+def test_full_ci_run_fails_on_an_unexpected_skip(tmp_path, body, full_ci, rc, says, module_skip):
     """The real conftest hooks, in a pytest run of their own on a two-test file (this machine has
     no GPU; if it had one the hopper test would run, which the conftest also checks)."""
     tests = tmp_path / "tests"
@@ -109,6 +110,10 @@ def test_full_ci_run_fails_on_an_unexpected_skip(tmp_path, body, full_ci, rc, sa
     (tests / "__init__.py").write_text("")
     (tests / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     (tests / "test_probe.py").write_text(_PROBE.format(body=body))
+    if module_skip:  # a second module skipped whole while it is imported (e.g. a missing data file)
+        (tests / "test_module.py").write_text("import pytest\npytest.skip('data missing', allow_module_level=True)\n")
+        rc = 1 if full_ci == "1" else rc
+        says = "test_module.py: skipped (data missing)" if full_ci == "1" else says
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    hopper: an sm_90+ GPU\n    blackwell: a B200\n")
     env = dict(os.environ, GEMM_KERNELS_FULL_CI=full_ci, PYTHONPATH=str(ROOT))
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=tmp_path,

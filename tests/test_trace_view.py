@@ -32,7 +32,8 @@ def test_barrier_states_follow_the_kernel(step5):
 def test_recording_leaves_the_emulator_as_it_was(step5):
     from gemm_kernels.emu.mbarrier import MBarrier
 
-    assert MBarrier.arrive.__qualname__ == "MBarrier.arrive"
+    for name in ("__init__", "arrive", "expect_tx", "complete_tx"):  # every method the recording wraps
+        assert getattr(MBarrier, name).__qualname__ == f"MBarrier.{name}", name
 
 
 def test_figure_has_every_kind_once_with_hover_fields(step5):

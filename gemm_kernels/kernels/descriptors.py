@@ -8,8 +8,8 @@ Two ways to get a descriptor:
   word (SBO, the fixed bit, the swizzle code) is one constant, ``DESC_HI``, and only the low word
   (the start address >> 4, and LBO) moves. A stage's low word is computed once per buffer and
   advanced with 32-bit adds (``DESC_LO_K_STEP`` per K = 16 step), so no 64-bit arithmetic runs in
-  the loop: ``sw128_desc(lo)`` just pairs the low word with the constant."""
-from numba import cuda, uint32, uint64
+  the loop; ``ptx.tcgen05_mma_lo`` pairs the low word with DESC_HI inside the PTX (mov.b64)."""
+from numba import cuda, uint32
 
 from ..layouts import make_smem_desc, smem_desc_sw128_kmajor_dev
 
@@ -35,8 +35,3 @@ def sw128_desc_lo(addr):
     while the address stays inside the 256 KiB shared window)."""
     return uint32(((uint32(addr) & uint32(0x3FFFF)) >> uint32(4)) | uint32(DESC_LO_LBO))
 
-
-@cuda.jit(device=True, forceinline=True)
-def sw128_desc(lo):
-    """The 64-bit descriptor whose low word is ``lo`` and whose high word is the constant DESC_HI."""
-    return (uint64(DESC_HI) << uint64(32)) | uint64(uint32(lo))

@@ -31,9 +31,6 @@ def tmem_rows_to_global(d32, tmem_base, warp_in_group, lane, row0, col0, ncols):
 
 
 STAGE_COLS = 64  # one 128B-swizzled staging box: 64 fp16 = 128 bytes per row
-MAX_PACKED = 64  # fp16 pairs of up to 128 columns held in registers at once
-
-
 @cuda.jit(device=True, forceinline=True)
 def tmem_load_packed(packed, tmem_base, warp_in_group, tmem_col0, ncols):
     """Load this thread's row of accumulator columns [tmem_col0, +ncols) from TMEM and round it to
@@ -74,17 +71,6 @@ def tmem_rows_to_staging(staging_addr, tmem_base, warp_in_group, lane, tmem_col0
 
 
 @cuda.jit(device=True, forceinline=True)
-def store_staging_async(tmap_d, staging_addr, row0, col0, ncols):
-    """As store_staging, for two staging buffers used in turn: wait only until the store issued
-    before this one has read its buffer (the buffer the next store will reuse); this store may go
-    on reading while the warps fill the other buffer. Drain with bulk_wait_group_read0 before exit."""
-    for box in range(ncols // STAGE_COLS):
-        ptx.tma_store_2d(tmap_d, col0 + box * STAGE_COLS, row0, staging_addr + box * (128 * 128))
-    ptx.bulk_commit_group()
-    ptx.bulk_wait_group_read1()
-
-
-@cuda.jit(device=True, forceinline=True)
 def store_staging(tmap_d, staging_addr, row0, col0, ncols):
     """One thread: TMA-store the staging boxes to D at (row0, col0), then wait until the engine has
     read them (so the staging buffer may be written again)."""
@@ -102,9 +88,6 @@ def store_staging(tmap_d, staging_addr, row0, col0, ncols):
 SUBTILE_COLS = 32
 SUBTILE_BYTES = 128 * SUBTILE_COLS * 2
 SUBTILE_SWIZZLE = "64B"  # a 32-column fp16 row is 64 bytes
-SUBTILE_ALIGN = 512  # the 64B swizzle pattern repeats every 8 rows of 64 bytes
-
-
 @cuda.jit(device=True, forceinline=True)
 def subtile_row(staging_addr, row):
     """Shared address of ``row`` of a 64B-swizzled subtile buffer at ``staging_addr``, with the

@@ -10,7 +10,7 @@ Four barrier handoffs connect them (the chapter's table):
   tma2mma[s]  stage s is full      TMA bytes + the producer's arrive.expect_tx   -> MMA waits
   mma2tma[s]  stage s is empty     commit after the MMAs that read it            -> producer waits
   mma2ld[a]   accumulator a ready  commit after the tile's last MMA              -> writeback waits
-  ld2mma[a]   accumulator a free   128 writeback threads arrive after their loads -> MMA waits
+  ld2mma[a]   accumulator a free   one elected lane per writeback warp (4) arrives     -> MMA waits
 TMEM holds ACC_STAGES (default 2) accumulators of 128 columns, used in turn like the smem ring, so
 the MMAs of tile i+1 run while the writeback drains tile i.
 A ring position is a (stage, phase) pair (pipeline.advance). The producer starts at phase 1 on the

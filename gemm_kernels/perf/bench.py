@@ -13,7 +13,6 @@ import time
 
 from . import MODEL_LABEL
 
-CALIBRATED_SIZES = (2048, 4096)
 
 
 def points(chapters, sizes, depths=(None,)):
