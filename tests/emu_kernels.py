@@ -863,6 +863,27 @@ def k_race(out, bug):
             ptx.mbarrier_wait(ready, 0)
 
 
+def k_vector_race(out, bug):
+    """Warp 1 stores 16 bytes of 'data' with one st.shared.v4; warp 0 stores the word in their middle
+    (bytes 4-7). bug 0: a barrier orders the two stores. bug 1: nothing does: a race on the middle
+    bytes only (the vector store's first and last bytes are nobody else's)."""
+    smem32 = cuda.shared.array(0, uint32)
+    base = ptx.shared_addr(smem32)
+    tid = cuda.threadIdx.x
+    if tid < 4:
+        smem32[DATA // 4 + tid] = 0
+    cuda.syncthreads()
+    if tid == 0:
+        smem32[DATA // 4 + 1] = 7
+    if bug == 0:
+        cuda.syncthreads()
+    if tid == 32:
+        ptx.st_shared_v4(base + DATA, 1, 2, 3, 4)
+    cuda.syncthreads()
+    if tid < 4:
+        out[tid] = smem32[DATA // 4 + tid]
+
+
 def k_peer(out, bug):
     """Two CTAs of a cluster (64 threads each). Thread 0 of CTA 0 stores a word into CTA 1's 'data'
     (DSMEM, st.shared::cluster) and arrives on CTA 1's 'mailbox'; CTA 1 waits on it and reads the

@@ -646,6 +646,20 @@ def test_race_fixed(policy, seed):
     assert (race(0, policy, seed)[32:] == 2).all()
 
 
+def vector_race(bug, policy="lazy", seed=0):
+    out = np.zeros(64, dtype=np.uint32)
+    K.run(K.k_vector_race, (out, bug), block=64, policy=policy, seed=seed)
+    return out
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_data_race_in_the_middle_of_a_vector_store(policy, seed):
+    """Every byte of an ordinary access is checked, not only its first and last."""
+    _raises(E.DataRace, lambda: vector_race(1, policy, seed), "warp 0 of CTA (0,0,0)", "warp 1 of CTA (0,0,0)",
+            "emu_kernels.py:", "nothing orders them")
+    assert list(vector_race(0, policy, seed)[:4]) == [1, 2, 3, 4]
+
+
 @pytest.mark.parametrize("policy,seed", ALL)
 def test_missing_tcgen05_fence_after_thread_sync(policy, seed):
     _raises(E.MissingTcgen05Fence, lambda: acc_reuse(3, policy, seed), "tcgen05.ld", "after the wait on mbarrier "

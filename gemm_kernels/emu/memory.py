@@ -273,8 +273,7 @@ class SharedMemory:
         if lo < SMEM_RESERVED or hi > self.limit:
             self.check(lo, hi - lo, f"{'st' if write else 'ld'}.shared by {t} at {_text(sid or _source.site(1))}")
         ww, wep = self._ww, self._wep
-        b = lo
-        while True:
+        for b in range(lo, hi):  # every byte: a vector access may overlap another's bytes in its middle
             x = ww[b]
             if x < 0:
                 if x == BARRIER:
@@ -290,9 +289,6 @@ class SharedMemory:
                 r = self._arw[b]
                 if r >= 0 and self._arep[b] > vcm[r]:
                     self.race(b, True, slot, sid, r, self._arep[b], int(self.ar_site[b]), False)
-            if b == hi - 1:
-                break
-            b = hi - 1
         ep = vcm[slot]
         if write:
             if hi - lo > 1 and self.rid[lo] != self.rid[hi - 1]:
