@@ -25,6 +25,16 @@ RESET_PHASES = {
 }
 
 
+#: Chapter 5's wait for the MMAs to release the stage, and the refill it guards (exercise 5.2 swaps them).
+_V5_RELEASE_WAIT = (PAD16 + "ptx.mbarrier_wait(mma2tma, mma_phase)  # stage `stage` has been read\n"
+                    + PAD16 + "mma_phase ^= 1\n")
+_V5_REFILL = (PAD16 + "nxt = kc + DEPTH\n"
+              + PAD16 + "if nxt < k_tiles:  # refill this stage with chunk kc + DEPTH\n"
+              + PAD16 + "    tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, 2 * TILE_BYTES)\n"
+              + PAD16 + "    ptx.tma_load_2d(a_stage, tmap_a, nxt * BLOCK_K, m0, tma2mma)\n"
+              + PAD16 + "    ptx.tma_load_2d(b_stage, tmap_b, nxt * BLOCK_K, n0, tma2mma)\n")
+
+
 @dataclass(frozen=True)
 class Exercise:
     chapter: int
@@ -73,33 +83,20 @@ EXERCISES = [
              replace={"cuda.blockIdx.x * BLOCK_M": "cuda.blockIdx.y * BLOCK_M",
                       "cuda.blockIdx.y * BLOCK_N": "cuda.blockIdx.x * BLOCK_N"}),
     # chapter 4
-    Exercise(4, 1, (128, 128, 128), "SharedMemoryHazard", replace={"ptx.mbarrier_arrive_expect_tx(tma_done, 2 * TILE_BYTES)":
-                                                  "ptx.mbarrier_arrive_expect_tx(tma_done, TILE_BYTES)"}),
+    Exercise(4, 1, (128, 128, 128), "SharedMemoryHazard", replace={"ptx.mbarrier_arrive_expect_tx(tma2mma, 2 * TILE_BYTES)":
+                                                  "ptx.mbarrier_arrive_expect_tx(tma2mma, TILE_BYTES)"}),
     Exercise(4, 2, (128, 128, 128), "MissingProxyFence",
              replace={"    tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)\n"
                       "    ptx.fence_proxy_async()\n":
                       "    tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)\n"}),
     Exercise(4, 3, (128, 128, 128), "UninitializedRead",
-             replace={"    if tid == 0:\n        ptx.tcgen05_commit(acc_ready)\n": "",
-                      "ptx.mbarrier_wait(acc_ready, 0)": "ptx.mbarrier_wait(mma_done, (k_tiles - 1) % 2)"},
+             replace={"    if tid == 0:\n        ptx.tcgen05_commit(mma2ld)\n": "",
+                      "ptx.mbarrier_wait(mma2ld, 0)": "ptx.mbarrier_wait(mma2tma, (k_tiles - 1) % 2)"},
              config={"policy": "random", "seed": 0}),
     # chapter 5
     Exercise(5, 1, (128, 128, 320), "ok", config={"pipe_depth": 1}),
     Exercise(5, 2, (128, 128, 320), "SharedMemoryHazard",
-             replace={PAD16 + "ptx.mbarrier_wait(mma_done, mma_phase)  # stage `stage` has been read\n"
-                      + PAD16 + "mma_phase ^= 1\n"
-                      + PAD16 + "nxt = kc + DEPTH\n"
-                      + PAD16 + "if nxt < k_tiles:  # refill this stage with chunk kc + DEPTH\n"
-                      + PAD16 + "    ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)\n"
-                      + PAD16 + "    ptx.tma_load_2d(a_stage, tmap_a, nxt * BLOCK_K, m0, full)\n"
-                      + PAD16 + "    ptx.tma_load_2d(b_stage, tmap_b, nxt * BLOCK_K, n0, full)\n":
-                      PAD16 + "nxt = kc + DEPTH\n"
-                      + PAD16 + "if nxt < k_tiles:  # refill this stage with chunk kc + DEPTH\n"
-                      + PAD16 + "    ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)\n"
-                      + PAD16 + "    ptx.tma_load_2d(a_stage, tmap_a, nxt * BLOCK_K, m0, full)\n"
-                      + PAD16 + "    ptx.tma_load_2d(b_stage, tmap_b, nxt * BLOCK_K, n0, full)\n"
-                      + PAD16 + "ptx.mbarrier_wait(mma_done, mma_phase)  # stage `stage` has been read\n"
-                      + PAD16 + "mma_phase ^= 1\n"}),
+             replace={_V5_RELEASE_WAIT + _V5_REFILL: _V5_REFILL + _V5_RELEASE_WAIT}),
     # chapter 6
     Exercise(6, 1, (512, 384, 192), "ok", config={"num_ctas": 1}),
     Exercise(6, 2, (512, 384, 192), "StalePhaseWait", replace=RESET_PHASES, config={"pipe_depth": 3}),

@@ -1,7 +1,18 @@
-"""Device-side pieces shared by the pipelined chapters: the ring-buffer position (stage + phase)
-and the persistent tile scheduler.
+"""Device-side pieces shared by the pipelined chapters: the ring vocabulary (barrier and stage
+accessors, wait / expect_tx / release / arrive, advance, the producer's tail) and the persistent
+tile scheduler.
 
-Both work in 32-bit unsigned arithmetic, and the scheduler divides without a division instruction.
+A ring is ``depth`` buffers in shared memory, each with its own 8-byte mbarriers, and a position
+(stage, phase): the stage to use next and the parity its barrier's next wait names. Each barrier of
+a ring is named after the handoff it carries, from one role to the next: ``tma2mma`` (the TMA
+filled the stage: the MMAs may read it), ``mma2tma`` (the MMAs finished reading it: the TMA may
+refill it), ``mma2ld`` (the accumulator is final: the writeback may load it), ``ld2mma`` (the
+writeback has loaded it: the MMAs may overwrite it). The helpers are a few lines of ``ptx.*`` calls
+each, so every PTX operation stays one call below the kernel that uses them; they are
+``forceinline`` device functions over plain uint32 values (Numba has no classes on the device), and
+the emulator runs the same source.
+
+Both parts work in 32-bit unsigned arithmetic, and the scheduler divides without a division instruction.
 A GPU has no integer divide: ``//`` or ``%`` on Numba's default 64-bit integers becomes a call to a
 software routine (``__cuda_sm20_div_s64``, dozens of instructions), even in 32 bits an inline
 sequence of a dozen. The scheduler's divisors are fixed for a launch, so the host turns each into
@@ -34,6 +45,50 @@ def fast_div(n, divisor):
     return uint32((uint64(uint32(n)) * (enc >> uint64(_SHIFT_BITS))) >> (enc & uint64(0xFF)))
 
 
+BARRIER_BYTES = 8  # one mbarrier: a ring's barriers lie 8 bytes apart
+
+
+# -- the ring vocabulary ------------------------------------------------------------------------------
+@cuda.jit(device=True, forceinline=True)
+def barrier(bar0, stage):
+    """Shared address of barrier ``stage`` of a ring whose barriers start at ``bar0``."""
+    return uint32(uint32(bar0) + uint32(uint32(stage) * uint32(BARRIER_BYTES)))
+
+
+@cuda.jit(device=True, forceinline=True)
+def stage_buffer(buf0, stage, nbytes):
+    """Shared address of buffer ``stage`` of a ring of ``nbytes``-byte buffers starting at ``buf0``."""
+    return uint32(uint32(buf0) + uint32(uint32(stage) * uint32(nbytes)))
+
+
+@cuda.jit(device=True, forceinline=True)
+def wait(bar0, stage, phase):
+    """Block until barrier ``stage`` of the ring at ``bar0`` completes the phase of parity ``phase``."""
+    ptx.mbarrier_wait(barrier(bar0, stage), phase)
+
+
+@cuda.jit(device=True, forceinline=True)
+def expect_tx(bar0, stage, nbytes):
+    """The producer's arrival on barrier ``stage``, announcing the ``nbytes`` that its TMA copies
+    will complete on it (``mbarrier.arrive.expect_tx``). Returns the barrier, for those copies."""
+    bar = barrier(bar0, stage)
+    ptx.mbarrier_arrive_expect_tx(bar, nbytes)
+    return bar
+
+
+@cuda.jit(device=True, forceinline=True)
+def release(bar0, stage):
+    """``tcgen05.commit``: one arrival on barrier ``stage`` once every MMA this thread has issued
+    so far has completed (the tensor core has read their operands and written their results)."""
+    ptx.tcgen05_commit(barrier(bar0, stage))
+
+
+@cuda.jit(device=True, forceinline=True)
+def arrive(bar0, stage):
+    """One arrival on barrier ``stage`` by this thread (``mbarrier.arrive``, release semantics)."""
+    ptx.mbarrier_arrive(barrier(bar0, stage))
+
+
 @cuda.jit(device=True, forceinline=True)
 def advance(stage, phase, depth):
     """The next slot of a ring of ``depth`` stages: the phase (the parity to wait for on that
@@ -47,14 +102,15 @@ def advance(stage, phase, depth):
 @cuda.jit(device=True, forceinline=True)
 def producer_tail(empty0, stage, phase, depth):
     """The producer's last act (CUTLASS's producer tail): wait on each stage's "empty" barrier (the
-    ``depth`` 8-byte barriers from shared address ``empty0``) once more, from ring position
-    (stage, phase) on, as if it were about to load again. Then every commit that signals those
-    barriers has arrived, and the CTA may tear down. A stage never filled passes at once."""
+    ``depth`` barriers of the ring at ``empty0``) once more, from ring position (stage, phase) on,
+    as if it were about to load again. Then every commit that signals those barriers has arrived,
+    and the CTA may tear down. A stage never filled passes at once."""
     for _ in range(depth):
-        ptx.mbarrier_wait(empty0 + uint32(8) * stage, phase)
+        wait(empty0, stage, phase)
         stage, phase = advance(stage, phase, depth)
 
 
+# -- the persistent tile scheduler ----------------------------------------------------------------------
 def scheduler_args(num_m, num_n, group):
     """The tile scheduler's kernel arguments for an (num_m x num_n)-tile output: num_m, num_n and the
     two encoded divisors ``grouped_tile`` needs (a whole group's tiles, and the rows of the last,
@@ -86,3 +142,20 @@ def grouped_tile(t, num_m, num_n, group, div_group, div_last):
     else:  # the last group of tile-rows has fewer rows
         n_idx = fast_div(local, div_last)
     return uint32(first_m + uint32(local - uint32(n_idx * rows))), n_idx
+
+
+def host_grouped_tile(t, num_m, num_n, group):
+    """The scheduler's (m_idx, n_idx) for tile ``t``, computed on the host by the same code the
+    emulator runs (``grouped_tile`` with ``scheduler_args``' encoded divisors)."""
+    return host_tile_order(num_m, num_n, group, tiles=(t,))[0]
+
+
+def host_tile_order(num_m, num_n, group, tiles=None):
+    """(m_idx, n_idx) of each tile number in ``tiles`` (default: all of them, in order), as the
+    persistent kernels' ``grouped_tile`` computes them."""
+    from .emu.rebind import emulated
+
+    _, _, div_group, div_last = scheduler_args(num_m, num_n, group)
+    tile_of = emulated(grouped_tile)
+    return [tuple(int(i) for i in tile_of(t, num_m, num_n, group, div_group, div_last))
+            for t in (range(num_m * num_n) if tiles is None else tiles)]

@@ -291,14 +291,3 @@ def kernel_hot_loops(kernel, signature, loads_per_stage=2, arch="sm_100a"):
     b = build(kernel, signature, arch=arch)
     return ({h.kind: round(h.per_unit, 1) for h in hot_loops(b.sass, loads_per_stage)},
             len(flagged_loops(b.sass)))
-
-
-def host_grouped_tile(t, num_m, num_n, group):
-    """The scheduler's (m_idx, n_idx) for tile ``t``, computed on the host by the same code the
-    emulator runs (pipeline.grouped_tile with the host's encoded divisors)."""
-    from .emu.rebind import emulated
-    from .pipeline import grouped_tile, scheduler_args
-
-    num_m, num_n, div_group, div_last = scheduler_args(num_m, num_n, group)
-    m, n = emulated(grouped_tile)(t, num_m, num_n, group, div_group, div_last)
-    return int(m), int(n)

@@ -85,9 +85,9 @@ def test_reset_phase_variant_is_reported():
     reset = variant(6, RESET_PHASES).entry
 
     a, b = random_operands(256, 384, 192, seed=4)  # 3 chunks per tile: odd
-    with pytest.raises(StalePhaseWait, match="mma_done barrier"):
+    with pytest.raises(StalePhaseWait, match="mma2tma"):
         reset(a, b, backend="emulator", policy="lazy")
-    with pytest.raises(Deadlock, match="mma_done barrier"):
+    with pytest.raises(Deadlock, match="mma2tma"):
         reset(a, b, backend="emulator", policy="eager")
     # with an even number of chunks per tile the reset happens to be harmless
     a, b = random_operands(256, 384, 256, seed=4)

@@ -6,7 +6,8 @@ import random
 import pytest
 
 from gemm_kernels.emu.rebind import emulated
-from gemm_kernels.pipeline import advance, fast_div, fast_divisor, grouped_tile, scheduler_args
+from gemm_kernels.pipeline import (advance, barrier, fast_div, fast_divisor, grouped_tile, host_grouped_tile,
+                                   host_tile_order, scheduler_args, stage_buffer)
 
 
 def test_fast_div_is_exact():
@@ -45,6 +46,20 @@ def test_grouped_tile_matches_the_division(num_m, num_n, group):
         assert got == _reference(t, num_m, num_n, group), t
         seen.add(got)
     assert seen == {(m, n) for m in range(num_m) for n in range(num_n)}
+
+
+@pytest.mark.parametrize("num_m, num_n, group", [(17, 5, 8), (9, 7, 4)])
+def test_host_tile_order_is_the_device_scheduler(num_m, num_n, group):
+    """The host's copy of the schedule (perf model, chapter 6's panel counts) is the kernel's."""
+    order = host_tile_order(num_m, num_n, group)
+    assert order == [_reference(t, num_m, num_n, group) for t in range(num_m * num_n)]
+    assert host_grouped_tile(7, num_m, num_n, group) == order[7]
+
+
+def test_ring_accessors():
+    """Barrier s of a ring lies 8 bytes after barrier s - 1; buffer s, ``nbytes`` after buffer s - 1."""
+    assert [int(emulated(barrier)(0x4400, s)) for s in range(3)] == [0x4400, 0x4408, 0x4410]
+    assert [int(emulated(stage_buffer)(0x400, s, 16384)) for s in range(3)] == [0x400, 0x4400, 0x8400]
 
 
 def test_scheduler_bound_checked_on_the_host():

@@ -14,17 +14,17 @@ from gemm_kernels.check import random_operands  # noqa: E402
 def test_step5_handoffs_and_figure():
     trace, log = trace_view.run_traced(5, *random_operands(128, 128, 256), pipe_depth=2)
     bars = {b.name: b for b in structure.handoffs(trace, log)}
-    assert set(bars) == {"tma_full barrier[s]", "mma_done barrier", "acc_ready barrier", structure.STORE_NODE}
-    full = bars["tma_full barrier[s]"]
+    assert set(bars) == {"tma2mma[s]", "mma2tma", "mma2ld", structure.STORE_NODE}
+    full = bars["tma2mma[s]"]
     assert (full.count, full.stages) == (1, 2)
     assert full.arrivals[("warp 0", "arrive + expect_tx")] == (1, 32768)
     assert full.arrivals[("TMA", "TMA load")] == (2, 32768)
     assert full.waiters == {"warp 0": 1}
-    assert bars["mma_done barrier"].arrivals == {("tensor core", "commit by warp 0"): (1, 0)}
-    assert set(bars["acc_ready barrier"].waiters) == {"warp 0", "warp 1", "warp 2", "warp 3"}
+    assert bars["mma2tma"].arrivals == {("tensor core", "commit by warp 0"): (1, 0)}
+    assert set(bars["mma2ld"].waiters) == {"warp 0", "warp 1", "warp 2", "warp 3"}
     assert bars[structure.STORE_NODE].arrivals[("TMA", "TMA store")] == (2, 32768)
-    only = structure.handoffs(trace, log, only=("mma_done",))
-    assert [b.name for b in only] == ["mma_done barrier"]
+    only = structure.handoffs(trace, log, only=("mma2tma",))
+    assert [b.name for b in only] == ["mma2tma"]
     fig = structure.draw_structure(list(bars.values()), title="t")
     assert fig.dpi >= timeline.DPI
     sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_text().strip()]

@@ -18,7 +18,7 @@ def test_barrier_states_follow_the_kernel(step5):
     trace, log = step5
     final_ns, final = trace_view.barrier_states(log)[-1]
     names = {name for _, name in final}
-    assert names == {"tma_full barrier[0]", "tma_full barrier[1]", "mma_done barrier", "acc_ready barrier"}, names
+    assert names == {"tma2mma[0]", "tma2mma[1]", "mma2tma", "mma2ld"}, names
     # three chunks on a ring of two stages: stage 0 completes twice, stage 1 once; nothing is left
     # pending, no byte is still expected
     stage = sorted((name, st) for (_, name), st in final.items() if name.endswith(("[0]", "[1]")))
@@ -59,7 +59,7 @@ def test_time_cursor_lists_every_barrier(step5):
     assert 2 <= len(steps) <= trace_view.MAX_STEPS
     for step in steps:
         text = step["args"][0]["annotations[0].text"]
-        assert text.count("tx-count") == 4, text  # two stage barriers, mma_done, acc_ready
+        assert text.count("tx-count") == 4, text  # two stage barriers, mma2tma, mma2ld
     html = view._repr_html_()
     assert 'class="gk-interactive"' in html and "Plotly.newPlot" in html
     assert "plotly.min.js" not in html and "cdn" not in html  # the page loads the library, once

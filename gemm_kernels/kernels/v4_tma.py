@@ -5,6 +5,10 @@ A and B (the engine computes addresses, swizzles and counts bytes); the tile bar
 many bytes to expect with ``arrive.expect_tx`` and completes when they have all landed. The result
 leaves through a 128B-swizzled shared staging buffer and two TMA stores.
 
+Each barrier is named after the handoff it carries, as in every later step: ``tma2mma`` (the TMA
+has filled the tiles: the MMAs may read them), ``mma2tma`` (the MMAs have read them: the TMA may
+refill them), ``mma2ld`` (the accumulator is final: the epilogue may load it from TMEM).
+
 Still one stage: load, wait, MMA, wait. Nothing overlaps yet; the TMA only takes the copying off
 the 128 threads (on a B200 this step alone may not be faster than step 3: see the chapter)."""
 from numba import cuda, uint8, uint32
@@ -27,9 +31,9 @@ plan = SmemPlan()
 A_TILE = plan.add("A tile", TILE_BYTES, align=1024)
 B_TILE = plan.add("B tile", TILE_BYTES, align=1024)
 D_STAGING = plan.add("D staging", BLOCK_M * BLOCK_N * 2, align=1024)
-TMA_DONE = plan.add("tma_done barrier", 8, align=8)
-MMA_DONE = plan.add("mma_done barrier", 8, align=8)
-ACC_READY = plan.add("acc_ready barrier", 8, align=8)
+TMA2MMA = plan.add("tma2mma", 8, align=8)
+MMA2TMA = plan.add("mma2tma", 8, align=8)
+MMA2LD = plan.add("mma2ld", 8, align=8)
 TMEM_SLOT = plan.add("TMEM address slot", 4, align=4)
 
 
@@ -40,9 +44,9 @@ def gemm_v4_kernel(tmap_a, tmap_b, tmap_d, k_tiles):
     base = ptx.shared_addr(smem)
     tid = cuda.threadIdx.x
     warp = tid // 32
-    tma_done = base + TMA_DONE
-    mma_done = base + MMA_DONE
-    acc_ready = base + ACC_READY
+    tma2mma = base + TMA2MMA
+    mma2tma = base + MMA2TMA
+    mma2ld = base + MMA2LD
     m0 = cuda.blockIdx.x * BLOCK_M
     n0 = cuda.blockIdx.y * BLOCK_N
 
@@ -50,9 +54,9 @@ def gemm_v4_kernel(tmap_a, tmap_b, tmap_d, k_tiles):
         ptx.fence_proxy_tensormap_acquire(tmap_a)
         ptx.fence_proxy_tensormap_acquire(tmap_b)
         ptx.fence_proxy_tensormap_acquire(tmap_d)
-        ptx.mbarrier_init(tma_done, 1)
-        ptx.mbarrier_init(mma_done, 1)
-        ptx.mbarrier_init(acc_ready, 1)
+        ptx.mbarrier_init(tma2mma, 1)
+        ptx.mbarrier_init(mma2tma, 1)
+        ptx.mbarrier_init(mma2ld, 1)
         ptx.fence_mbarrier_init()
     tmem_allocate(warp, 0, base + TMEM_SLOT, TMEM_COLS)
     cuda.syncthreads()
@@ -63,25 +67,25 @@ def gemm_v4_kernel(tmap_a, tmap_b, tmap_d, k_tiles):
     for kc in range(k_tiles):
         if tid == 0:
             # one arrival plus 2 x 16 KiB of transactions complete this phase
-            ptx.mbarrier_arrive_expect_tx(tma_done, 2 * TILE_BYTES)
-            ptx.tma_load_2d(base + A_TILE, tmap_a, kc * BLOCK_K, m0, tma_done)
-            ptx.tma_load_2d(base + B_TILE, tmap_b, kc * BLOCK_K, n0, tma_done)
-            ptx.mbarrier_wait(tma_done, phase)
+            ptx.mbarrier_arrive_expect_tx(tma2mma, 2 * TILE_BYTES)
+            ptx.tma_load_2d(base + A_TILE, tmap_a, kc * BLOCK_K, m0, tma2mma)
+            ptx.tma_load_2d(base + B_TILE, tmap_b, kc * BLOCK_K, n0, tma2mma)
+            ptx.mbarrier_wait(tma2mma, phase)
             ptx.tcgen05_fence_after()
             for k in range(BLOCK_K // MMA_K):
                 ptx.tcgen05_mma(tmem, sw128_kmajor_desc(base + A_TILE + k * K_STEP_BYTES),
                                 sw128_kmajor_desc(base + B_TILE + k * K_STEP_BYTES), IDESC, accumulate | uint32(k > 0))
-            ptx.tcgen05_commit(mma_done)
+            ptx.tcgen05_commit(mma2tma)
             accumulate = uint32(1)
-            ptx.mbarrier_wait(mma_done, phase)  # the tiles are free again
+            ptx.mbarrier_wait(mma2tma, phase)  # the tiles are free again
             phase ^= 1
     if tid == 0:
-        ptx.tcgen05_commit(acc_ready)
+        ptx.tcgen05_commit(mma2ld)
 
-    # Every thread waits for the accumulator. Not on mma_done: it completes once per K chunk, and a
+    # Every thread waits for the accumulator. Not on mma2tma: it completes once per K chunk, and a
     # thread that waited there for "parity of the last chunk" could be released by an early chunk
-    # with the same parity. acc_ready completes exactly once per tile.
-    ptx.mbarrier_wait(acc_ready, 0)
+    # with the same parity. mma2ld completes exactly once per tile.
+    ptx.mbarrier_wait(mma2ld, 0)
     ptx.tcgen05_fence_after()
     tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
     ptx.fence_proxy_async()

@@ -5,15 +5,17 @@ with its own TMA barrier, so the TMA fills stage s+1 (and s+2, ...) while the te
 stage s. A prologue fills the ring; after the MMAs of chunk k have completed, their stage is
 refilled with chunk k + PIPE_DEPTH. One thread still drives everything.
 
-Each stage's barrier completes once per pass around the ring, so the parity a wait names flips
-when the stage index wraps, not after every chunk (pipeline.advance)."""
+Each stage's ``tma2mma`` barrier completes once per pass around the ring, so the parity a wait
+names flips when the stage index wraps, not after every chunk (pipeline.advance). The ring is
+driven through pipeline.py's vocabulary: ``pipeline.expect_tx`` (the producer's arrival with the
+bytes to expect), ``pipeline.wait``, ``pipeline.stage_buffer`` and ``pipeline.advance``, each a
+few lines of ptx.* calls."""
 import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import ptx
+from .. import pipeline, ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance
 from ..smem_plan import SmemPlan
 from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
 from .epilogue import store_staging, tmem_rows_to_staging
@@ -35,9 +37,9 @@ def make_plan(depth):
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
         b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
         d=plan.add("D staging", BLOCK_M * BLOCK_N * 2, align=1024),
-        tma=plan.add("tma_full barrier", 8, align=8, count=depth),
-        mma=plan.add("mma_done barrier", 8, align=8),
-        acc=plan.add("acc_ready barrier", 8, align=8),
+        tma2mma=plan.add("tma2mma", 8, align=8, count=depth),  # one per stage
+        mma2tma=plan.add("mma2tma", 8, align=8),  # one: thread 0 waits on it after every chunk
+        mma2ld=plan.add("mma2ld", 8, align=8),
         slot=plan.add("TMEM address slot", 4, align=4),
     )
     return plan.check(f"a {depth}-stage pipeline"), offs
@@ -46,8 +48,8 @@ def make_plan(depth):
 @functools.lru_cache(maxsize=None)
 def make_kernel(depth):
     plan, o = make_plan(depth)
-    A0, B0, D_STAGING, TMA0, MMA_DONE, ACC_READY, TMEM_SLOT = (o[k] for k in ("a", "b", "d", "tma", "mma", "acc",
-                                                                                "slot"))
+    A0, B0, D_STAGING, TMA2MMA, MMA2TMA, MMA2LD, TMEM_SLOT = (
+        o[k] for k in ("a", "b", "d", "tma2mma", "mma2tma", "mma2ld", "slot"))
     DEPTH = depth
 
     @cuda.jit
@@ -57,8 +59,8 @@ def make_kernel(depth):
         base = ptx.shared_addr(smem)
         tid = cuda.threadIdx.x
         warp = tid // 32
-        mma_done = base + MMA_DONE
-        acc_ready = base + ACC_READY
+        mma2tma = base + MMA2TMA
+        mma2ld = base + MMA2LD
         m0 = cuda.blockIdx.x * BLOCK_M
         n0 = cuda.blockIdx.y * BLOCK_N
 
@@ -67,9 +69,9 @@ def make_kernel(depth):
             ptx.fence_proxy_tensormap_acquire(tmap_b)
             ptx.fence_proxy_tensormap_acquire(tmap_d)
             for s in range(DEPTH):
-                ptx.mbarrier_init(base + TMA0 + 8 * s, 1)
-            ptx.mbarrier_init(mma_done, 1)
-            ptx.mbarrier_init(acc_ready, 1)
+                ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)
+            ptx.mbarrier_init(mma2tma, 1)
+            ptx.mbarrier_init(mma2ld, 1)
             ptx.fence_mbarrier_init()
         tmem_allocate(warp, 0, base + TMEM_SLOT, TMEM_COLS)
         cuda.syncthreads()
@@ -78,35 +80,34 @@ def make_kernel(depth):
         if tid == 0:
             # prologue: fill the ring
             for s in range(min(DEPTH, k_tiles)):
-                ptx.mbarrier_arrive_expect_tx(base + TMA0 + 8 * s, 2 * TILE_BYTES)
-                ptx.tma_load_2d(base + A0 + s * TILE_BYTES, tmap_a, s * BLOCK_K, m0, base + TMA0 + 8 * s)
-                ptx.tma_load_2d(base + B0 + s * TILE_BYTES, tmap_b, s * BLOCK_K, n0, base + TMA0 + 8 * s)
-            stage = 0
-            tma_phase = 0
+                tma2mma = pipeline.expect_tx(base + TMA2MMA, s, 2 * TILE_BYTES)
+                ptx.tma_load_2d(pipeline.stage_buffer(base + A0, s, TILE_BYTES), tmap_a, s * BLOCK_K, m0, tma2mma)
+                ptx.tma_load_2d(pipeline.stage_buffer(base + B0, s, TILE_BYTES), tmap_b, s * BLOCK_K, n0, tma2mma)
+            stage = uint32(0)
+            tma_phase = uint32(0)
             mma_phase = 0
             accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
             for kc in range(k_tiles):
-                full = base + TMA0 + 8 * stage
-                ptx.mbarrier_wait(full, tma_phase)
+                pipeline.wait(base + TMA2MMA, stage, tma_phase)
                 ptx.tcgen05_fence_after()
-                a_stage = base + A0 + stage * TILE_BYTES
-                b_stage = base + B0 + stage * TILE_BYTES
+                a_stage = pipeline.stage_buffer(base + A0, stage, TILE_BYTES)
+                b_stage = pipeline.stage_buffer(base + B0, stage, TILE_BYTES)
                 for k in range(BLOCK_K // MMA_K):
                     ptx.tcgen05_mma(tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
                                     sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, accumulate | uint32(k > 0))
-                ptx.tcgen05_commit(mma_done)
+                ptx.tcgen05_commit(mma2tma)
                 accumulate = uint32(1)
-                ptx.mbarrier_wait(mma_done, mma_phase)  # stage `stage` has been read
+                ptx.mbarrier_wait(mma2tma, mma_phase)  # stage `stage` has been read
                 mma_phase ^= 1
                 nxt = kc + DEPTH
                 if nxt < k_tiles:  # refill this stage with chunk kc + DEPTH
-                    ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)
-                    ptx.tma_load_2d(a_stage, tmap_a, nxt * BLOCK_K, m0, full)
-                    ptx.tma_load_2d(b_stage, tmap_b, nxt * BLOCK_K, n0, full)
-                stage, tma_phase = advance(stage, tma_phase, DEPTH)
-            ptx.tcgen05_commit(acc_ready)
+                    tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, 2 * TILE_BYTES)
+                    ptx.tma_load_2d(a_stage, tmap_a, nxt * BLOCK_K, m0, tma2mma)
+                    ptx.tma_load_2d(b_stage, tmap_b, nxt * BLOCK_K, n0, tma2mma)
+                stage, tma_phase = pipeline.advance(stage, tma_phase, DEPTH)
+            ptx.tcgen05_commit(mma2ld)
 
-        ptx.mbarrier_wait(acc_ready, 0)
+        ptx.mbarrier_wait(mma2ld, 0)
         ptx.tcgen05_fence_after()
         tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
         ptx.fence_proxy_async()

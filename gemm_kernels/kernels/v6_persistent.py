@@ -13,9 +13,9 @@ import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import ptx
+from .. import pipeline, ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance, grouped_tile, scheduler_args
+from ..pipeline import grouped_tile, scheduler_args
 from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
 from .epilogue import store_staging, tmem_rows_to_staging
 from .host import EMULATOR_CTAS, GROUP, tma_launch
@@ -28,8 +28,8 @@ IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
 @functools.lru_cache(maxsize=None)
 def make_kernel(depth, group=GROUP):
     plan, o = make_plan(depth)
-    A0, B0, D_STAGING, TMA0, MMA_DONE, ACC_READY, TMEM_SLOT = (o[k] for k in ("a", "b", "d", "tma", "mma", "acc",
-                                                                                "slot"))
+    A0, B0, D_STAGING, TMA2MMA, MMA2TMA, MMA2LD, TMEM_SLOT = (
+        o[k] for k in ("a", "b", "d", "tma2mma", "mma2tma", "mma2ld", "slot"))
     DEPTH, GROUP_M = depth, group
 
     @cuda.jit
@@ -39,8 +39,8 @@ def make_kernel(depth, group=GROUP):
         base = ptx.shared_addr(smem)
         tid = cuda.threadIdx.x
         warp = tid // 32
-        mma_done = base + MMA_DONE
-        acc_ready = base + ACC_READY
+        mma2tma = base + MMA2TMA
+        mma2ld = base + MMA2LD
 
         # set up once per CTA, not once per tile
         if tid == 0:
@@ -48,9 +48,9 @@ def make_kernel(depth, group=GROUP):
             ptx.fence_proxy_tensormap_acquire(tmap_b)
             ptx.fence_proxy_tensormap_acquire(tmap_d)
             for s in range(DEPTH):
-                ptx.mbarrier_init(base + TMA0 + 8 * s, 1)
-            ptx.mbarrier_init(mma_done, 1)
-            ptx.mbarrier_init(acc_ready, 1)
+                ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)
+            ptx.mbarrier_init(mma2tma, 1)
+            ptx.mbarrier_init(mma2ld, 1)
             ptx.fence_mbarrier_init()
         tmem_allocate(warp, 0, base + TMEM_SLOT, TMEM_COLS)
         cuda.syncthreads()
@@ -68,33 +68,31 @@ def make_kernel(depth, group=GROUP):
             if tid == 0:
                 for i in range(min(DEPTH, k_tiles)):
                     s = (stage + i) % DEPTH
-                    full = base + TMA0 + 8 * s
-                    ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)
-                    ptx.tma_load_2d(base + A0 + s * TILE_BYTES, tmap_a, i * BLOCK_K, m0, full)
-                    ptx.tma_load_2d(base + B0 + s * TILE_BYTES, tmap_b, i * BLOCK_K, n0, full)
+                    tma2mma = pipeline.expect_tx(base + TMA2MMA, s, 2 * TILE_BYTES)
+                    ptx.tma_load_2d(pipeline.stage_buffer(base + A0, s, TILE_BYTES), tmap_a, i * BLOCK_K, m0, tma2mma)
+                    ptx.tma_load_2d(pipeline.stage_buffer(base + B0, s, TILE_BYTES), tmap_b, i * BLOCK_K, n0, tma2mma)
                 accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                 for kc in range(k_tiles):
-                    full = base + TMA0 + 8 * stage
-                    ptx.mbarrier_wait(full, tma_phase)
+                    pipeline.wait(base + TMA2MMA, stage, tma_phase)
                     ptx.tcgen05_fence_after()
-                    a_stage = base + A0 + stage * TILE_BYTES
-                    b_stage = base + B0 + stage * TILE_BYTES
+                    a_stage = pipeline.stage_buffer(base + A0, stage, TILE_BYTES)
+                    b_stage = pipeline.stage_buffer(base + B0, stage, TILE_BYTES)
                     for k in range(BLOCK_K // MMA_K):
                         ptx.tcgen05_mma(tmem, sw128_kmajor_desc(a_stage + k * K_STEP_BYTES),
                                         sw128_kmajor_desc(b_stage + k * K_STEP_BYTES), IDESC, accumulate | uint32(k > 0))
-                    ptx.tcgen05_commit(mma_done)
+                    ptx.tcgen05_commit(mma2tma)
                     accumulate = uint32(1)
-                    ptx.mbarrier_wait(mma_done, mma_phase)
+                    ptx.mbarrier_wait(mma2tma, mma_phase)
                     mma_phase ^= uint32(1)
                     nxt = kc + DEPTH
                     if nxt < k_tiles:
-                        ptx.mbarrier_arrive_expect_tx(full, 2 * TILE_BYTES)
-                        ptx.tma_load_2d(a_stage, tmap_a, nxt * BLOCK_K, m0, full)
-                        ptx.tma_load_2d(b_stage, tmap_b, nxt * BLOCK_K, n0, full)
-                    stage, tma_phase = advance(stage, tma_phase, DEPTH)
-                ptx.tcgen05_commit(acc_ready)
+                        tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, 2 * TILE_BYTES)
+                        ptx.tma_load_2d(a_stage, tmap_a, nxt * BLOCK_K, m0, tma2mma)
+                        ptx.tma_load_2d(b_stage, tmap_b, nxt * BLOCK_K, n0, tma2mma)
+                    stage, tma_phase = pipeline.advance(stage, tma_phase, DEPTH)
+                ptx.tcgen05_commit(mma2ld)
 
-            ptx.mbarrier_wait(acc_ready, acc_phase)
+            ptx.mbarrier_wait(mma2ld, acc_phase)
             acc_phase ^= uint32(1)
             ptx.tcgen05_fence_after()
             tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)

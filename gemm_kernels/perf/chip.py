@@ -48,15 +48,11 @@ def geometry(chapter, config=None):
 
 def tile_order(geo, m, n):
     """Tiles (m_idx, n_idx) in the order the schedule starts them."""
-    from ..emu.rebind import emulated
-    from ..pipeline import grouped_tile, scheduler_args
+    from ..pipeline import host_tile_order
 
     num_m, num_n = m // geo.tile_m, n // geo.tile_n
     if geo.persistent:  # the kernel's own scheduler device function, as the emulator runs it
-        tile_of = emulated(grouped_tile)
-        _, _, div_group, div_last = scheduler_args(num_m, num_n, geo.group)
-        return [tuple(int(i) for i in tile_of(t, num_m, num_n, geo.group, div_group, div_last))
-                for t in range(num_m * num_n)]
+        return host_tile_order(num_m, num_n, geo.group)
     return [(i % num_m, i // num_m) for i in range(num_m * num_n)]
 
 
