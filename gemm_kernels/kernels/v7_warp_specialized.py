@@ -13,16 +13,17 @@ Four barrier handoffs connect them (the chapter's table):
   ld2mma[a]   accumulator a free   one elected lane per writeback warp (4) arrives     -> MMA waits
 TMEM holds ACC_STAGES (default 2) accumulators of 128 columns, used in turn like the smem ring, so
 the MMAs of tile i+1 run while the writeback drains tile i.
-A ring position is a (stage, phase) pair (pipeline.advance). The producer starts at phase 1 on the
+A ring position is a (stage, phase) pair; the roles drive the rings with pipeline.py's vocabulary
+(wait, expect_tx, release, arrive, advance, producer_tail). The producer starts at phase 1 on the
 empty barriers: a fresh barrier's "previous phase" counts as complete, so its first pass through
 the ring does not wait. The writeback synchronises on its own named barrier, never the CTA's."""
 import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import ptx
+from .. import pipeline, ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance, grouped_tile, producer_tail, scheduler_args
+from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
@@ -81,11 +82,11 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
 
         if tid == 0:
             for s in range(DEPTH):
-                ptx.mbarrier_init(base + TMA2MMA + 8 * s, 1)
-                ptx.mbarrier_init(base + MMA2TMA + 8 * s, 1)
+                ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)
+                ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), 1)
             for s in range(ACC):
-                ptx.mbarrier_init(base + MMA2LD + 8 * s, 1)
-                ptx.mbarrier_init(base + LD2MMA + 8 * s, 4)  # one elected lane per writeback warp
+                ptx.mbarrier_init(pipeline.barrier(base + MMA2LD, s), 1)
+                ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 4)  # one elected lane per writeback warp
             ptx.fence_mbarrier_init()
         tmem_allocate(warp, 0, base + TMEM_SLOT, TMEM_COLS)
         cuda.syncthreads()
@@ -106,16 +107,17 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 while t < num_tiles:
                     m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + MMA2TMA + 8 * stage, phase)
-                        tma2mma = base + TMA2MMA + 8 * stage
-                        ptx.mbarrier_arrive_expect_tx(tma2mma, 2 * TILE_BYTES)
-                        ptx.tma_load_2d(base + A0 + stage * TILE_BYTES, tmap_a, kc * BLOCK_K, m_idx * BLOCK_M, tma2mma)
-                        ptx.tma_load_2d(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K, n_idx * BLOCK_N, tma2mma)
-                        stage, phase = advance(stage, phase, DEPTH)
+                        pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
+                        tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, 2 * TILE_BYTES)
+                        ptx.tma_load_2d(pipeline.stage_buffer(base + A0, stage, TILE_BYTES), tmap_a, kc * BLOCK_K,
+                                        m_idx * BLOCK_M, tma2mma)
+                        ptx.tma_load_2d(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, kc * BLOCK_K,
+                                        n_idx * BLOCK_N, tma2mma)
+                        stage, phase = pipeline.advance(stage, phase, DEPTH)
                     t += cuda.gridDim.x
                 # the tail: wait for every stage to be released once more, so that no commit of the
                 # MMA warp still arrives on a barrier of a CTA that is tearing down
-                producer_tail(base + MMA2TMA, stage, phase, DEPTH)
+                pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP:
             # The whole warp runs the loop (its values are warp-uniform, so ptxas keeps them in
             # uniform registers); one elected lane issues each MMA and commit. The descriptors'
@@ -129,12 +131,12 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             acc_phase = uint32(1)  # the accumulators start free
             t = cuda.blockIdx.x
             while t < num_tiles:
-                ptx.mbarrier_wait(base + LD2MMA + 8 * acc, acc_phase)  # drained by the writeback
+                pipeline.wait(base + LD2MMA, acc, acc_phase)  # drained by the writeback
                 ptx.tcgen05_fence_after()
                 d_tmem = tmem + acc * ACC_COLS
                 accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                 for kc in range(k_tiles):
-                    ptx.mbarrier_wait(base + TMA2MMA + 8 * stage, phase)
+                    pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full
                     ptx.tcgen05_fence_after()
                     a_desc = a_lo + stage * STAGE_DESC_STEP
                     b_desc = b_lo + stage * STAGE_DESC_STEP
@@ -142,12 +144,12 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         for k in range(BLOCK_K // MMA_K):
                             ptx.tcgen05_mma_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
                                                IDESC, accumulate | uint32(k > 0))
-                        ptx.tcgen05_commit(base + MMA2TMA + 8 * stage)  # stage free once these MMAs are done
+                        pipeline.release(base + MMA2TMA, stage)  # stage free once these MMAs are done
                     accumulate = uint32(1)
-                    stage, phase = advance(stage, phase, DEPTH)
+                    stage, phase = pipeline.advance(stage, phase, DEPTH)
                 if ptx.elect_sync():
-                    ptx.tcgen05_commit(base + MMA2LD + 8 * acc)  # the whole tile is in TMEM
-                acc, acc_phase = advance(acc, acc_phase, ACC)
+                    pipeline.release(base + MMA2LD, acc)  # the whole tile is in TMEM
+                acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
                 t += cuda.gridDim.x
         elif warp < 4:
             # The writeback, one 32-column subtile at a time: TMEM -> registers (16 fp16 pairs) ->
@@ -164,14 +166,14 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             t = cuda.blockIdx.x
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                ptx.mbarrier_wait_sleep(base + MMA2LD + 8 * acc, acc_phase)  # a whole tile's MMAs: sleep
+                ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase)  # a whole tile's MMAs: sleep
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
                     packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
                     if sub == SUBTILES - 1:  # every column read: the MMA warp may refill the accumulator
                         ptx.tcgen05_fence_before()
                         if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed
-                            ptx.mbarrier_arrive(base + LD2MMA + 8 * acc)
+                            pipeline.arrive(base + LD2MMA, acc)
                     buf = sub % STAGING_BUFFERS
                     store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
                     ptx.fence_proxy_async()  # the stores, before the TMA (async proxy) reads them
@@ -182,7 +184,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         ptx.bulk_commit_group()
                         wait_staging_buffer(STAGING_BUFFERS)  # the buffer the next subtile fills is read
                     ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
-                acc, acc_phase = advance(acc, acc_phase, ACC)
+                acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
                 t += cuda.gridDim.x
             if tid == 0:
                 ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
