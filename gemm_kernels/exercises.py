@@ -112,8 +112,8 @@ EXERCISES = [
     Exercise(7, 2, (256, 256, 192), "ok", config={"acc_stages": 1}),
     # chapter 8
     Exercise(8, 1, (256, 512, 128), "Deadlock",
-             replace={"ptx.tcgen05_commit_cg2_multicast(base + MMA2LD + 8 * acc, PAIR)":
-                      "ptx.tcgen05_commit_cg2_multicast(base + MMA2LD + 8 * acc, 0b01)"}),
+             replace={"ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), PAIR)":
+                      "ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), 0b01)"}),
     Exercise(8, 2, (256, 512, 128), "TmemLifecycleError",
              replace={"        ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it\n"
                       "        ptx.cluster_wait()\n": "",
@@ -121,8 +121,8 @@ EXERCISES = [
                       "            ptx.tmem_dealloc_cg2(tmem, TMEM_COLS)\n"
                       "        ptx.cluster_arrive()\n        ptx.cluster_wait()\n"}),
     Exercise(8, 3, (256, 512, 128), "ok",
-             replace={"                ptx.mbarrier_init(base + TMA2MMA + 8 * s, 1)\n":
-                      "                if rank == 0:\n                    ptx.mbarrier_init(base + TMA2MMA + 8 * s, 1)\n"}),
+             replace={"                ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)\n":
+                      "                if rank == 0:\n                    ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)\n"}),
     # chapter 9
     Exercise(9, 1, (512, 256, 512), "SharedMemoryHazard",
              replace={"ptx.mbarrier_init(base + MMA2TMA + 8 * s, CONSUMERS)": "ptx.mbarrier_init(base + MMA2TMA + 8 * s, 1)"}),

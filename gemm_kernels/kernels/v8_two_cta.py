@@ -26,9 +26,9 @@ import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import ptx
+from .. import pipeline, ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance, grouped_tile, producer_tail, scheduler_args
+from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
@@ -92,11 +92,11 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
 
         if tid == 0:
             for s in range(DEPTH):
-                ptx.mbarrier_init(base + TMA2MMA + 8 * s, 1)
-                ptx.mbarrier_init(base + MMA2TMA + 8 * s, 1)
+                ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)
+                ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), 1)
             for s in range(ACC):
-                ptx.mbarrier_init(base + MMA2LD + 8 * s, 1)
-                ptx.mbarrier_init(base + LD2MMA + 8 * s, 2 * 4)  # one lane per writeback warp, both CTAs
+                ptx.mbarrier_init(pipeline.barrier(base + MMA2LD, s), 1)
+                ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 2 * 4)  # one lane per writeback warp, both CTAs
             ptx.fence_mbarrier_init()
         if warp == 0:
             ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
@@ -119,19 +119,19 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 while t < num_tiles:
                     m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + MMA2TMA + 8 * stage, phase)
-                        leader_tma2mma = ptx.mapa(base + TMA2MMA + 8 * stage, 0)
+                        pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
+                        leader_tma2mma = ptx.mapa(pipeline.barrier(base + TMA2MMA, stage), 0)
                         if rank == 0:  # the leader announces both CTAs' bytes on its own (local) barrier
-                            ptx.mbarrier_arrive_expect_tx(base + TMA2MMA + 8 * stage, 2 * 2 * TILE_BYTES)
-                        ptx.tma_load_2d_cg2(base + A0 + stage * TILE_BYTES, tmap_a, kc * BLOCK_K,
+                            pipeline.expect_tx(base + TMA2MMA, stage, 2 * 2 * TILE_BYTES)
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + A0, stage, TILE_BYTES), tmap_a, kc * BLOCK_K,
                                             m_idx * CLUSTER_M + rank * CTA_M, leader_tma2mma)
-                        ptx.tma_load_2d_cg2(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K,
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, kc * BLOCK_K,
                                             n_idx * CLUSTER_N + rank * CTA_N, leader_tma2mma)
-                        stage, phase = advance(stage, phase, DEPTH)
+                        stage, phase = pipeline.advance(stage, phase, DEPTH)
                     t += num_clusters
                 # the tail: the leader's commits multicast into this CTA's mma2tma barriers; wait for
                 # the last of them, so that the pair stays alive until its cta_group::2 work is done
-                producer_tail(base + MMA2TMA, stage, phase, DEPTH)
+                pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP:
             if rank == 0:  # step 7's lean MMA warp, issuing for the pair
                 ptx.set_warp_role(ROLE_MMA)
@@ -143,12 +143,12 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 acc_phase = uint32(1)
                 t = cluster
                 while t < num_tiles:
-                    ptx.mbarrier_wait(base + LD2MMA + 8 * acc, acc_phase)  # both CTAs drained it
+                    pipeline.wait(base + LD2MMA, acc, acc_phase)  # both CTAs drained it
                     ptx.tcgen05_fence_after()
                     d_tmem = tmem + acc * ACC_COLS
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + TMA2MMA + 8 * stage, phase)
+                        pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
                         ptx.tcgen05_fence_after()
                         a_desc = a_lo + stage * STAGE_DESC_STEP
                         b_desc = b_lo + stage * STAGE_DESC_STEP
@@ -156,12 +156,12 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                             for k in range(BLOCK_K // MMA_K):
                                 ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
                                                        IDESC, accumulate | uint32(k > 0))
-                            ptx.tcgen05_commit_cg2_multicast(base + MMA2TMA + 8 * stage, PAIR)
+                            ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2TMA, stage), PAIR)
                         accumulate = uint32(1)
-                        stage, phase = advance(stage, phase, DEPTH)
+                        stage, phase = pipeline.advance(stage, phase, DEPTH)
                     if ptx.elect_sync():
-                        ptx.tcgen05_commit_cg2_multicast(base + MMA2LD + 8 * acc, PAIR)
-                    acc, acc_phase = advance(acc, acc_phase, ACC)
+                        ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), PAIR)
+                    acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
                     t += num_clusters
         elif warp < 4:
             # step 7's subtiled writeback, over this CTA's 128 rows x 256 columns
@@ -177,7 +177,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 row0 = m_idx * CLUSTER_M + rank * CTA_M
-                ptx.mbarrier_wait_sleep(base + MMA2LD + 8 * acc, acc_phase)  # a whole tile's MMAs: sleep
+                ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase)  # a whole tile's MMAs: sleep
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
                     packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
@@ -186,7 +186,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         # arrive from one lane per warp (no GPU-scope release fence)
                         ptx.tcgen05_fence_before()
                         if ptx.elect_sync():
-                            ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(base + LD2MMA + 8 * acc, 0))
+                            ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))
                     buf = sub % STAGING_BUFFERS
                     store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
                     ptx.fence_proxy_async()
@@ -197,7 +197,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         ptx.bulk_commit_group()
                         wait_staging_buffer(STAGING_BUFFERS)  # the buffer the next subtile fills is read
                     ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
-                acc, acc_phase = advance(acc, acc_phase, ACC)
+                acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
                 t += num_clusters
             if tid == 0:
                 ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
