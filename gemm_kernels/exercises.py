@@ -125,7 +125,8 @@ EXERCISES = [
                       "                if rank == 0:\n                    ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)\n"}),
     # chapter 9
     Exercise(9, 1, (512, 256, 512), "SharedMemoryHazard",
-             replace={"ptx.mbarrier_init(base + MMA2TMA + 8 * s, CONSUMERS)": "ptx.mbarrier_init(base + MMA2TMA + 8 * s, 1)"}),
+             replace={"ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), CONSUMERS)":
+                      "ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), 1)"}),
 ]
 
 

@@ -20,9 +20,9 @@ import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import ptx
+from .. import pipeline, ptx
 from ..layouts import make_instr_desc
-from ..pipeline import advance, grouped_tile, producer_tail, scheduler_args
+from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_MMA1, ROLE_TMA, ROLE_WRITEBACK, ROLE_WRITEBACK1
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
@@ -85,11 +85,11 @@ def make_kernel(depth, group=GROUP):
 
         if tid == 0:
             for s in range(DEPTH):
-                ptx.mbarrier_init(base + TMA2MMA + 8 * s, 1)
-                ptx.mbarrier_init(base + MMA2TMA + 8 * s, CONSUMERS)  # both consumers' commits
+                ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)
+                ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), CONSUMERS)  # both consumers' commits
             for c in range(CONSUMERS):
-                ptx.mbarrier_init(base + MMA2LD0 + 8 * c, 1)
-                ptx.mbarrier_init(base + LD2MMA0 + 8 * c, 2 * 4)  # one lane per writeback warp, both CTAs
+                ptx.mbarrier_init(pipeline.barrier(base + MMA2LD0, c), 1)
+                ptx.mbarrier_init(pipeline.barrier(base + LD2MMA0, c), 2 * 4)  # one lane per writeback warp, both CTAs
             ptx.fence_mbarrier_init()
         if warp == 0:
             ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
@@ -112,19 +112,20 @@ def make_kernel(depth, group=GROUP):
                 while t < num_tiles:
                     m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + MMA2TMA + 8 * stage, phase)
-                        leader_tma2mma = ptx.mapa(base + TMA2MMA + 8 * stage, 0)
+                        pipeline.wait(base + MMA2TMA, stage, phase)  # both consumers released the stage
+                        leader_tma2mma = ptx.mapa(pipeline.barrier(base + TMA2MMA, stage), 0)
                         if rank == 0:
-                            ptx.mbarrier_arrive_expect_tx(base + TMA2MMA + 8 * stage, 2 * STAGE_TILES * TILE_BYTES)
+                            pipeline.expect_tx(base + TMA2MMA, stage, 2 * STAGE_TILES * TILE_BYTES)
+                        a_stage = pipeline.stage_buffer(base + A0, stage, A_STAGE_BYTES)
                         for c in range(CONSUMERS):
-                            ptx.tma_load_2d_cg2(base + A0 + stage * A_STAGE_BYTES + c * TILE_BYTES, tmap_a,
+                            ptx.tma_load_2d_cg2(a_stage + c * TILE_BYTES, tmap_a,
                                                 kc * BLOCK_K, m_idx * CLUSTER_M + c * 256 + rank * CTA_M, leader_tma2mma)
-                        ptx.tma_load_2d_cg2(base + B0 + stage * TILE_BYTES, tmap_b, kc * BLOCK_K,
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, kc * BLOCK_K,
                                             n_idx * CLUSTER_N + rank * CTA_N, leader_tma2mma)
-                        stage, phase = advance(stage, phase, DEPTH)
+                        stage, phase = pipeline.advance(stage, phase, DEPTH)
                     t += num_clusters
                 # the tail (step 8): wait until both consumers have released every stage once more
-                producer_tail(base + MMA2TMA, stage, phase, DEPTH)
+                pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP0 or warp == MMA_WARP0 + 1:
             c = warp - MMA_WARP0  # this warp's consumer
             if rank == 0:
@@ -137,12 +138,12 @@ def make_kernel(depth, group=GROUP):
                 d_tmem = tmem + 256 * c
                 t = cluster
                 while t < num_tiles:
-                    ptx.mbarrier_wait(base + LD2MMA0 + 8 * c, acc_phase)
+                    pipeline.wait(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator
                     acc_phase ^= uint32(1)
                     ptx.tcgen05_fence_after()
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
-                        ptx.mbarrier_wait(base + TMA2MMA + 8 * stage, phase)
+                        pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
                         ptx.tcgen05_fence_after()
                         a_desc = a_lo + stage * A_STAGE_DESC_STEP
                         b_desc = b_lo + stage * B_STAGE_DESC_STEP
@@ -150,16 +151,16 @@ def make_kernel(depth, group=GROUP):
                             for k in range(BLOCK_K // MMA_K):
                                 ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
                                                        IDESC, accumulate | uint32(k > 0))
-                            ptx.tcgen05_commit_cg2_multicast(base + MMA2TMA + 8 * stage, PAIR)
+                            ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2TMA, stage), PAIR)
                         accumulate = uint32(1)
-                        stage, phase = advance(stage, phase, DEPTH)
+                        stage, phase = pipeline.advance(stage, phase, DEPTH)
                     if ptx.elect_sync():
-                        ptx.tcgen05_commit_cg2_multicast(base + MMA2LD0 + 8 * c, PAIR)
+                        ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD0, c), PAIR)
                     t += num_clusters
         elif warp < 4 * CONSUMERS:
             c = warp // 4  # warpgroup c writes back consumer c, with its own ring of staging buffers
             ptx.set_warp_role(ROLE_WRITEBACK + (ROLE_WRITEBACK1 - ROLE_WRITEBACK) * c)
-            leader_ld2mma = ptx.mapa(base + LD2MMA0 + 8 * c, 0)
+            leader_ld2mma = ptx.mapa(pipeline.barrier(base + LD2MMA0, c), 0)
             staging = base + D_STAGING0 + c * STAGING_BUFFERS * SUBTILE_BYTES
             row = tid % 128
             if row == 0:  # the thread that issues the stores acquires the D tensor map
@@ -172,7 +173,7 @@ def make_kernel(depth, group=GROUP):
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 row0 = m_idx * CLUSTER_M + c * 256 + rank * CTA_M
-                ptx.mbarrier_wait_sleep(base + MMA2LD0 + 8 * c, acc_phase)  # a whole tile's MMAs: sleep
+                ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD0, c), acc_phase)  # a whole tile's MMAs: sleep
                 acc_phase ^= uint32(1)
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
