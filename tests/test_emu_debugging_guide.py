@@ -29,8 +29,8 @@ def _variant(ch, replace, shape, policy="lazy"):
 KERNEL_FOR = {
     "the kernel never finishes": lambda: B.tma_load(2 * K.BOX_BYTES),
     "hangs at once, before the first TMA load": lambda: B.ring(1),
-    "hangs in a 2-CTA kernel": _variant(8, {"ptx.tcgen05_commit_cg2_multicast(base + MMA2LD + 8 * acc, PAIR)":
-                                            "ptx.tcgen05_commit_cg2_multicast(base + MMA2LD + 8 * acc, 1)"},
+    "hangs in a 2-CTA kernel": _variant(8, {"ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), PAIR)":
+                                            "ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), 1)"},
                                         (256, 512, 128)),
     "hangs at exit in a 2-CTA kernel": lambda: B.acc_reuse(6),
     "hangs, or a launch failure, after a too-small `expect_tx`": lambda: B.tma_load(K.BOX_BYTES // 2),
