@@ -84,9 +84,8 @@ def store_staging(tmap_d, staging_addr, row0, col0, ncols):
 # The accumulator leaves in subtiles of 32 columns: one tcgen05.ld.32x32b.x32 per thread, 16 fp16
 # pairs, 64 bytes per row. A subtile is staged in an 8 KiB buffer (128 rows x 64 B, 64B-swizzled, the
 # layout a TMA store with a 64B-swizzled 128 x 32 box reads). A kernel keeps a ring of such buffers
-# and fills them ``per_barrier`` at a time: one named barrier publishes that many subtiles and one
-# bulk group stores them, while the previous group's stores may still be reading their buffers. The
-# ring then holds ``groups`` = buffers / per_barrier bulk groups, at least 2.
+# and fills them a group of subtiles at a time: one named barrier publishes the group and one bulk
+# group stores it, while the previous groups' stores may still be reading their buffers.
 SUBTILE_COLS = 32
 SUBTILE_BYTES = 128 * SUBTILE_COLS * 2
 SUBTILE_SWIZZLE = "64B"  # a 32-column fp16 row is 64 bytes
@@ -138,27 +137,16 @@ def stage_subtile_row(chunks, buf, p):
 
 
 @cuda.jit(device=True, forceinline=True)
-def release_staged_rows(groups):
-    """Every writeback thread, before the barrier that publishes its rows of bulk group g (the
-    subtiles just staged; ``groups`` groups fit in the ring): ``fence.proxy.async``, so that the TMA
-    stores (async proxy) that the barrier lets start see this thread's ordinary (generic-proxy)
-    writes; then ``cp.async.bulk.wait_group.read groups - 2``. Groups up to g - 1 are committed, so
-    this holds the storing thread until group g + 1 - groups has read its buffers: the last reader
-    of the buffers the warps fill after this barrier. The other threads have no bulk group and pass
-    at once. One barrier per group thus does both jobs, publishing group g and freeing the next
-    buffers, because the storing thread waits before it arrives."""
-    ptx.fence_proxy_async()
-    wait_group_read(groups - 2)
-
-
-@cuda.jit(device=True, forceinline=True)
-def store_subtiles(tmap_d, col, row, addr, count):
-    """The storing thread, after the barrier: TMA-store the ``count`` staged subtiles that start at
-    shared address ``addr`` (consecutive buffers) to D at column ``col``, row ``row``, and commit
-    them as one bulk group."""
+def store_subtiles(tmap_d, col, row, addr, count, groups):
+    """The storing thread, after the barrier that publishes a group of ``count`` staged subtiles:
+    TMA-store them (consecutive buffers from shared address ``addr``) to D at column ``col``, row
+    ``row``, commit them as one bulk group, and wait until every group but this one (``groups - 1``
+    most recent, ``groups`` fitting in the ring) has finished reading: the oldest, the last reader of
+    the buffers the warps fill next, is then done (``cp.async.bulk.wait_group.read groups - 1``)."""
     for i in range(count):
-        ptx.tma_store_2d(tmap_d, col + i * SUBTILE_COLS, row, addr + i * SUBTILE_BYTES)
+        ptx.tma_store_2d(tmap_d, uint32(col + i * SUBTILE_COLS), row, uint32(addr + i * SUBTILE_BYTES))
     ptx.bulk_commit_group()
+    wait_group_read(groups - 1)
 
 
 @cuda.jit(device=True, forceinline=True)

@@ -32,7 +32,7 @@ from ..pipeline import advance, grouped_tile, producer_tail, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
-from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, release_staged_rows, stage_subtile_row,
+from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, stage_subtile_row,
                        store_subtiles, subtile_row, subtile_row_chunks, tmem_load_subtile)
 from .host import GROUP, tma_launch
 
@@ -196,13 +196,13 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
                     if buf % SUBTILES_PER_BARRIER == SUBTILES_PER_BARRIER - 1:  # a group of subtiles is staged
                         first = sub + 1 - SUBTILES_PER_BARRIER  # the group's first subtile
-                        # fence.proxy.async (the rows, before the TMA reads them); thread 0 waits until
-                        # the previous group's stores have read the buffers that the warps fill next,
-                        release_staged_rows(STAGING_GROUPS)
+                        ptx.fence_proxy_async()  # the rows, before the TMA (async proxy) reads them
+                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published
+                        if tid == 0:  # its TMA stores, one bulk group; then wait for the previous group's
+                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,  # reads (wait_group.read 1),
+                                           staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES,
+                                           SUBTILES_PER_BARRIER, STAGING_GROUPS)
                         ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
-                        if tid == 0:  # the group's TMA stores, committed as one bulk group
-                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,
-                                           staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES, SUBTILES_PER_BARRIER)
                 acc, acc_phase = advance(acc, acc_phase, ACC)
                 t += num_clusters
             if tid == 0:

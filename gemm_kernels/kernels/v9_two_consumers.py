@@ -26,7 +26,7 @@ from ..pipeline import advance, grouped_tile, producer_tail, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_MMA1, ROLE_TMA, ROLE_WRITEBACK, ROLE_WRITEBACK1
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
-from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, release_staged_rows, stage_subtile_row,
+from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, stage_subtile_row,
                        store_subtiles, subtile_row, subtile_row_chunks, tmem_load_subtile)
 from .host import GROUP, tma_launch
 
@@ -185,11 +185,12 @@ def make_kernel(depth, group=GROUP):
                             ptx.mbarrier_arrive_relaxed_cluster(leader_ld2mma)
                     buf = sub % STAGING_BUFFERS
                     stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
-                    # one subtile per barrier: with two buffers, the ring holds two bulk groups
-                    release_staged_rows(STAGING_BUFFERS)  # fence.proxy.async; row 0: the next buffer is read
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # the subtile published, the next buffer free
-                    if row == 0:
-                        store_subtiles(tmap_d, col0 + sub * SUBTILE_COLS, row0, staging + buf * SUBTILE_BYTES, 1)
+                    ptx.fence_proxy_async()
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # staging complete: the subtile is published
+                    if row == 0:  # its TMA store; then wait for the previous subtile's (wait_group.read 1),
+                        store_subtiles(tmap_d, col0 + sub * SUBTILE_COLS, row0, staging + buf * SUBTILE_BYTES,
+                                       1, STAGING_BUFFERS)
+                    ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # ... which the others learn here
                 t += num_clusters
             if row == 0:
                 ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
