@@ -140,9 +140,10 @@ def stage_subtile_row(chunks, buf, p):
 def store_subtiles(tmap_d, col, row, addr, count, groups):
     """The storing thread, after the barrier that publishes a group of ``count`` staged subtiles:
     TMA-store them (consecutive buffers from shared address ``addr``) to D at column ``col``, row
-    ``row``, commit them as one bulk group, and wait until every group but this one (``groups - 1``
-    most recent, ``groups`` fitting in the ring) has finished reading: the oldest, the last reader of
-    the buffers the warps fill next, is then done (``cp.async.bulk.wait_group.read groups - 1``)."""
+    ``row``, commit them as one bulk group, then wait until all but the ``groups - 1`` most recent
+    bulk groups have finished reading (``cp.async.bulk.wait_group.read groups - 1``, ``groups``
+    being how many fit in the ring): the oldest group in the ring, the last reader of the buffers
+    the warps fill next, is then done."""
     for i in range(count):
         ptx.tma_store_2d(tmap_d, uint32(col + i * SUBTILE_COLS), row, uint32(addr + i * SUBTILE_BYTES))
     ptx.bulk_commit_group()

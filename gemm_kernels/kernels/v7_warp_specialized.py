@@ -40,8 +40,8 @@ IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
 DEFAULT_DEPTH = 6  # 6 x 32 KiB of A/B stages + 4 x 8 KiB of staging: 224 KiB of the 227 KiB
 DEFAULT_ACC_STAGES = 2  # TMEM accumulators: the MMA fills one while the writeback drains the other
 STAGING_BUFFERS = 4  # 8 KiB subtile buffers of 128 x 32 fp16, used in turn
-SUBTILES_PER_BARRIER = 2  # subtiles published by one named barrier and stored as one bulk group
-STAGING_GROUPS = STAGING_BUFFERS // SUBTILES_PER_BARRIER  # bulk groups in the ring: 2
+SUBTILES_PER_GROUP = 2  # subtiles published together by a named barrier and stored as one bulk group
+STAGING_GROUPS = STAGING_BUFFERS // SUBTILES_PER_GROUP  # bulk groups in the ring: 2
 SUBTILES = BLOCK_N // SUBTILE_COLS  # per tile; a multiple of STAGING_BUFFERS keeps the ring in step
 WRITEBACK_BARRIER = 1  # named barrier ID of warpgroup 0 (0 is __syncthreads)
 PRODUCER_WARP, MMA_WARP = 4, 5
@@ -153,9 +153,9 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 t += cuda.gridDim.x
         elif warp < 4:
             # The writeback, one 32-column subtile at a time: TMEM -> registers (16 fp16 pairs) ->
-            # staging buffer sub % STAGING_BUFFERS. Every SUBTILES_PER_BARRIER subtiles, one named
-            # barrier publishes them and thread 0 stores them as one bulk group, which goes on reading
-            # while the warps fill the other half of the ring.
+            # staging buffer sub % STAGING_BUFFERS. Every SUBTILES_PER_GROUP subtiles form a group: a
+            # named barrier publishes it, thread 0 stores it as one bulk group, which goes on reading
+            # while the warps fill the other half of the ring, and a second barrier frees that half.
             ptx.set_warp_role(ROLE_WRITEBACK)
             if tid == 0:  # the thread that issues the stores acquires the D tensor map
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
@@ -183,14 +183,15 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                             ptx.mbarrier_arrive(base + LD2MMA + 8 * acc)
                     buf = sub % STAGING_BUFFERS
                     stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
-                    if buf % SUBTILES_PER_BARRIER == SUBTILES_PER_BARRIER - 1:  # a group of subtiles is staged
-                        first = sub + 1 - SUBTILES_PER_BARRIER  # the group's first subtile
+                    if buf % SUBTILES_PER_GROUP == SUBTILES_PER_GROUP - 1:  # a group of subtiles is staged
+                        first = sub + 1 - SUBTILES_PER_GROUP  # the group's first subtile
                         ptx.fence_proxy_async()  # the rows, before the TMA (async proxy) reads them
                         ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published
-                        if tid == 0:  # its TMA stores, one bulk group; then wait for the previous group's
-                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,  # reads (wait_group.read 1),
+                        if tid == 0:  # the group's TMA stores, one bulk group; then wait_group.read 1: the
+                            # other group's buffers, which the warps fill next, have been read,
+                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,
                                            staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES,
-                                           SUBTILES_PER_BARRIER, STAGING_GROUPS)
+                                           SUBTILES_PER_GROUP, STAGING_GROUPS)
                         ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
                 acc, acc_phase = advance(acc, acc_phase, ACC)
                 t += cuda.gridDim.x

@@ -46,9 +46,9 @@ IDESC = make_instr_desc(CLUSTER_M, CLUSTER_N, cta_group=2)
 DEFAULT_DEPTH = 6  # step 7's: 6 x 32 KiB of A/B stages + 4 x 8 KiB of staging per CTA
 DEFAULT_ACC_STAGES = 2  # 2 x 256 columns: all of TMEM
 EMULATOR_CLUSTERS = 2
-STAGING_BUFFERS = 4  # step 7's ring of 8 KiB subtile buffers, filled two subtiles per named barrier
-SUBTILES_PER_BARRIER = 2  # and bulk group
-STAGING_GROUPS = STAGING_BUFFERS // SUBTILES_PER_BARRIER
+STAGING_BUFFERS = 4  # step 7's ring of 8 KiB subtile buffers,
+SUBTILES_PER_GROUP = 2  # stored in groups of two subtiles (one bulk group each)
+STAGING_GROUPS = STAGING_BUFFERS // SUBTILES_PER_GROUP
 SUBTILES = CLUSTER_N // SUBTILE_COLS  # per tile and CTA: 8, a multiple of STAGING_BUFFERS
 WRITEBACK_BARRIER = 1
 PRODUCER_WARP, MMA_WARP = 4, 5
@@ -194,14 +194,15 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                             ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(base + LD2MMA + 8 * acc, 0))
                     buf = sub % STAGING_BUFFERS
                     stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
-                    if buf % SUBTILES_PER_BARRIER == SUBTILES_PER_BARRIER - 1:  # a group of subtiles is staged
-                        first = sub + 1 - SUBTILES_PER_BARRIER  # the group's first subtile
+                    if buf % SUBTILES_PER_GROUP == SUBTILES_PER_GROUP - 1:  # a group of subtiles is staged
+                        first = sub + 1 - SUBTILES_PER_GROUP  # the group's first subtile
                         ptx.fence_proxy_async()  # the rows, before the TMA (async proxy) reads them
                         ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published
-                        if tid == 0:  # its TMA stores, one bulk group; then wait for the previous group's
-                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,  # reads (wait_group.read 1),
+                        if tid == 0:  # the group's TMA stores, one bulk group; then wait_group.read 1: the
+                            # other group's buffers, which the warps fill next, have been read,
+                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,
                                            staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES,
-                                           SUBTILES_PER_BARRIER, STAGING_GROUPS)
+                                           SUBTILES_PER_GROUP, STAGING_GROUPS)
                         ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
                 acc, acc_phase = advance(acc, acc_phase, ACC)
                 t += num_clusters
