@@ -108,7 +108,7 @@ EXERCISES = [
     Exercise(7, 101, (256, 256, 192), "Deadlock",
              replace={"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here":
                       "cuda.syncthreads()  # ... which the other threads learn here\n"
-                      + " " * 20 + "ptx.tcgen05_fence_after()"}),
+                      + " " * 24 + "ptx.tcgen05_fence_after()"}),
     Exercise(7, 2, (256, 256, 192), "ok", config={"acc_stages": 1}),
     # chapter 8
     Exercise(8, 1, (256, 512, 128), "Deadlock",

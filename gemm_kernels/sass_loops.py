@@ -5,7 +5,9 @@ Static counts of an nvdisasm listing (``nvdisasm -c``), the method of
 the instructions from the branch target up to the branch. The three hot loops of a GEMM are
 
 * the MMA loop, the smallest loop holding a UTCHMMA, counted per k-block of 64 (UTCHMMA / 4);
-* the TMA-producer loop, the smallest loop holding a UTMALDG, per k-block (UTMALDG / loads per stage);
+* the TMA-producer loop, the smallest loop holding a UTMALDG, per k-block (UTMALDG / loads per stage),
+  and per TMA load (UTMALDG): the figure that compares producers loading a different number of tiles
+  per stage (chapter 9 loads three, two A halves and B; CUTLASS two);
 * the epilogue loop, the smallest loop holding an LDTM, per 128 fp16 columns of one thread's row
   (LDTM.x32 / 4).
 
@@ -49,6 +51,19 @@ OTHER = "other"
 CATEGORY_NAMES = tuple(name for name, _ in CATEGORIES) + (OTHER,)
 _FLAGS = (("MEMBAR.GPU", r"^MEMBAR\.\S*GPU"), ("CALL", r"^CALL"))
 _NOT_FLAGGED = re.compile(r"guardrail_trap")
+
+#: CUTLASS's own Blackwell GEMM counted the same way (static nvdisasm SASS of the sm_100a build, NOPs
+#: excluded, per k-block of 64 and per 128 fp16 columns per thread): NVIDIA CUTLASS's CuTe DSL 4.8.1
+#: example dense_gemm_persistent.py (examples/python/CuTeDSL/cute/blackwell/kernel/dense_gemm/), fp16
+#: in and out, fp32 accumulation, K-major A and B, TMA-store epilogue, compiled without a GPU in two
+#: configurations, one CTA per 128 x 128 tile and a 2-CTA pair per 256 x 256 tile. Source:
+#: ../shared/reference/cutlass-comparison.md ("Where ours costs more"). Its producer issues two TMA
+#: loads per stage (A and B).
+CUTLASS_HOT_LOOPS = {
+    "1-CTA": {"MMA": 40.5, "TMA producer": 33.0, "epilogue": 160.0},
+    "2-CTA": {"MMA": 48.5, "TMA producer": 37.0, "epilogue": 176.0},
+}
+CUTLASS_LOADS_PER_STAGE = 2
 
 HOT_LOOPS = (  # kind, the opcode that marks it, the unit
     ("MMA", r"^UTCHMMA", "k-block"),
@@ -110,6 +125,16 @@ class HotLoop:
     @property
     def per_unit(self):
         return self.loop.size / self.units
+
+    @property
+    def loads(self):
+        """The TMA loads (UTMALDG) in the loop."""
+        return sum(o.startswith("UTMALDG") for o in self.loop.opcodes())
+
+    @property
+    def per_load(self):
+        """Instructions per TMA load, or None for a loop without one."""
+        return self.loop.size / self.loads if self.loads else None
 
 
 def parse(sass):
@@ -237,6 +262,8 @@ def report(sass, loads_per_stage=2, label=""):
     for h in hls:
         lines.append(f"{head}{h.kind} loop {h.loop.start:05x}..{h.loop.end:05x}: {h.loop.size} instructions = "
                      f"{h.units:g} x {h.unit} -> {h.per_unit:.1f} per {h.unit}")
+        if h.kind == "TMA producer":
+            lines.append(f"    {h.loads} UTMALDG ({loads_per_stage} per stage) -> {h.per_load:.1f} per TMA load")
         for name in CATEGORY_NAMES:
             if h.categories.get(name):
                 lines.append(f"    {name:16s} {h.categories[name] / h.units:7.1f}")
@@ -272,15 +299,20 @@ def chapter_loads_per_stage(chapter):
     return getattr(mod, "STAGE_TILES", 2)
 
 
-def chapter_summary(chapter, arch="sm_100a"):
-    """({kind: per-unit count}, flagged loops, the Build) of a chapter's kernel."""
+def chapter_hot_loops(chapter, arch="sm_100a"):
+    """([HotLoop], flagged loops, the Build) of a chapter's kernel."""
     from . import CHAPTERS
     from .runtime.build import build
 
     ch = CHAPTERS[chapter]
     b = build(ch.kernel, ch.signature, arch=arch)
-    per = {h.kind: h.per_unit for h in hot_loops(b.sass, chapter_loads_per_stage(chapter))}
-    return per, flagged_loops(b.sass), b
+    return hot_loops(b.sass, chapter_loads_per_stage(chapter)), flagged_loops(b.sass), b
+
+
+def chapter_summary(chapter, arch="sm_100a"):
+    """({kind: per-unit count}, flagged loops, the Build) of a chapter's kernel."""
+    hls, flagged, b = chapter_hot_loops(chapter, arch)
+    return {h.kind: h.per_unit for h in hls}, flagged, b
 
 
 def kernel_hot_loops(kernel, signature, loads_per_stage=2, arch="sm_100a"):

@@ -6,7 +6,7 @@ accumulator row 32*(w%4) + i, 32 columns per tcgen05.ld."""
 from numba import cuda, float32, uint32
 
 from .. import ptx
-from ..layouts import tile_offset_k_major_sw128_dev
+from ..layouts import SWIZZLE_ROW_MASKS, swizzle_dev, tile_offset_k_major_sw128_dev
 
 COLS_PER_LD = 32
 PACKED_PER_LD = 16  # fp16 pairs from one 32-column load
@@ -83,19 +83,22 @@ def store_staging(tmap_d, staging_addr, row0, col0, ncols):
 # -- the subtiled epilogue of steps 7-9 -------------------------------------------------------------
 # The accumulator leaves in subtiles of 32 columns: one tcgen05.ld.32x32b.x32 per thread, 16 fp16
 # pairs, 64 bytes per row. A subtile is staged in an 8 KiB buffer (128 rows x 64 B, 64B-swizzled, the
-# layout a TMA store with a 64B-swizzled 128 x 32 box reads), and a ring of STAGING_BUFFERS such
-# buffers lets stores of earlier subtiles go on reading while the warps fill the next one.
+# layout a TMA store with a 64B-swizzled 128 x 32 box reads). A kernel keeps a ring of such buffers
+# and fills them a group of subtiles at a time: one named barrier publishes the group and one bulk
+# group stores it, while the previous groups' stores may still be reading their buffers.
 SUBTILE_COLS = 32
 SUBTILE_BYTES = 128 * SUBTILE_COLS * 2
 SUBTILE_SWIZZLE = "64B"  # a 32-column fp16 row is 64 bytes
+SUBTILE_ROW_MASK = SWIZZLE_ROW_MASKS[SUBTILE_SWIZZLE]
+
+
 @cuda.jit(device=True, forceinline=True)
 def subtile_row(staging_addr, row):
-    """Shared address of ``row`` of a 64B-swizzled subtile buffer at ``staging_addr``, with the
-    row's swizzle folded in: the 16-byte chunk j of the row is at ``subtile_row(...) ^ (j << 4)``.
-    (Swizzle<2,4,3>: chunk bits 4-5 are XORed with bits 7-8 of the offset, i.e. with (row >> 1) & 3;
-    a row starts 64-byte aligned, so the XOR with j << 4 is the whole per-chunk address arithmetic.)"""
-    r = uint32(row)
-    return uint32(uint32(staging_addr) + (r << uint32(6)) + (((r >> uint32(1)) & uint32(3)) << uint32(4)))
+    """Shared address of ``row`` of a 64B-swizzled subtile buffer at ``staging_addr`` (1024-aligned),
+    with the row's swizzle folded in: the 16-byte chunk j of the row is at ``subtile_row(...) ^ (j << 4)``.
+    (A row is 64 bytes and starts 64-byte aligned, so its chunk bits 4-5 are zero before the swizzle
+    XORs them with address bits 7-8; XOR-ing chunk j in afterwards is the whole per-chunk arithmetic.)"""
+    return swizzle_dev(uint32(uint32(staging_addr) + (uint32(row) << uint32(6))), SUBTILE_ROW_MASK)
 
 
 @cuda.jit(device=True, forceinline=True)
@@ -122,10 +125,11 @@ def subtile_row_chunks(row_addr):
 
 
 @cuda.jit(device=True, forceinline=True)
-def store_subtile_row(chunks, offset, p):
-    """The 16 fp16 pairs ``p`` of one row into its subtile buffer (``chunks`` from subtile_row_chunks,
-    ``offset`` the buffer's byte offset from buffer 0): four 16-byte stores, conflict-free under the
-    swizzle."""
+def stage_subtile_row(chunks, buf, p):
+    """The 16 fp16 pairs ``p`` of this thread's row into staging buffer ``buf`` (``chunks`` from
+    subtile_row_chunks; ``buf`` a compile-time constant): four 16-byte stores, conflict-free under
+    the swizzle."""
+    offset = buf * SUBTILE_BYTES
     ptx.st_shared_v4(chunks[0] + offset, p[0], p[1], p[2], p[3])
     ptx.st_shared_v4(chunks[1] + offset, p[4], p[5], p[6], p[7])
     ptx.st_shared_v4(chunks[2] + offset, p[8], p[9], p[10], p[11])
@@ -133,16 +137,28 @@ def store_subtile_row(chunks, offset, p):
 
 
 @cuda.jit(device=True, forceinline=True)
-def wait_staging_buffer(buffers):
-    """Run by the storing thread right after committing subtile s's store, before the named barrier
-    that lets the warps write subtile s + 1: wait until all but the ``buffers - 1`` most recent
-    stores have finished reading, i.e. store s + 1 - buffers, the last one to read the buffer that
-    subtile s + 1 fills (``cp.async.bulk.wait_group.read 3`` with 4 buffers, as CUTLASS does)."""
-    if buffers == 1:
+def store_subtiles(tmap_d, col, row, addr, count, groups):
+    """The storing thread, after the barrier that publishes a group of ``count`` staged subtiles:
+    TMA-store them (consecutive buffers from shared address ``addr``) to D at column ``col``, row
+    ``row``, commit them as one bulk group, then wait until all but the ``groups - 1`` most recent
+    bulk groups have finished reading (``cp.async.bulk.wait_group.read groups - 1``, ``groups``
+    being how many fit in the ring): the oldest group in the ring, the last reader of the buffers
+    the warps fill next, is then done."""
+    for i in range(count):
+        ptx.tma_store_2d(tmap_d, uint32(col + i * SUBTILE_COLS), row, uint32(addr + i * SUBTILE_BYTES))
+    ptx.bulk_commit_group()
+    wait_group_read(groups - 1)
+
+
+@cuda.jit(device=True, forceinline=True)
+def wait_group_read(n):
+    """``cp.async.bulk.wait_group.read n`` for a compile-time ``n`` in 0..3: wait until all but the
+    ``n`` most recent committed bulk groups of this thread have finished reading shared memory."""
+    if n == 0:
         ptx.bulk_wait_group_read0()
-    elif buffers == 2:
+    elif n == 1:
         ptx.bulk_wait_group_read1()
-    elif buffers == 3:
+    elif n == 2:
         ptx.bulk_wait_group_read2()
     else:
         ptx.bulk_wait_group_read3()

@@ -27,8 +27,8 @@ from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
-from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, store_subtile_row, subtile_row,
-                       subtile_row_chunks, tmem_load_subtile, wait_staging_buffer)
+from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, stage_subtile_row, store_subtiles, subtile_row, subtile_row_chunks,
+                       tmem_load_subtile)
 from .host import EMULATOR_CTAS, GROUP, tma_launch
 from .tmem_lifecycle import tmem_allocate, tmem_free
 
@@ -41,6 +41,8 @@ IDESC = make_instr_desc(BLOCK_M, BLOCK_N)
 DEFAULT_DEPTH = 6  # 6 x 32 KiB of A/B stages + 4 x 8 KiB of staging: 224 KiB of the 227 KiB
 DEFAULT_ACC_STAGES = 2  # TMEM accumulators: the MMA fills one while the writeback drains the other
 STAGING_BUFFERS = 4  # 8 KiB subtile buffers of 128 x 32 fp16, used in turn
+SUBTILES_PER_GROUP = 2  # subtiles published together by a named barrier and stored as one bulk group
+STAGING_GROUPS = STAGING_BUFFERS // SUBTILES_PER_GROUP  # bulk groups in the ring: 2
 SUBTILES = BLOCK_N // SUBTILE_COLS  # per tile; a multiple of STAGING_BUFFERS keeps the ring in step
 WRITEBACK_BARRIER = 1  # named barrier ID of warpgroup 0 (0 is __syncthreads)
 PRODUCER_WARP, MMA_WARP = 4, 5
@@ -153,19 +155,26 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 t += cuda.gridDim.x
         elif warp < 4:
             # The writeback, one 32-column subtile at a time: TMEM -> registers (16 fp16 pairs) ->
-            # staging buffer sub % STAGING_BUFFERS -> TMA store, with up to STAGING_BUFFERS - 1 stores
-            # still reading their buffers while the warps fill the next.
+            # staging buffer sub % STAGING_BUFFERS. Every SUBTILES_PER_GROUP subtiles form a group: a
+            # named barrier publishes it, thread 0 stores it as one bulk group, which goes on reading
+            # while the warps fill the other half of the ring, and a second barrier frees that half.
             ptx.set_warp_role(ROLE_WRITEBACK)
             if tid == 0:  # the thread that issues the stores acquires the D tensor map
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
                 ptx.prefetch_tensormap(tmap_d)
-            chunks = subtile_row_chunks(subtile_row(base + D_STAGING, tid))  # this thread's row, buffer 0
+            # warp-uniform values (shfl.sync): ptxas keeps them, and all the store's operands, in
+            # uniform registers instead of recomputing them per tile and copying them (R2UR) per store
+            base = ptx.warp_uniform(base)
+            staging = base + D_STAGING
+            chunks = subtile_row_chunks(subtile_row(staging, tid))  # this thread's row, buffer 0
             lanes = tmem + ((32 * warp) << 16)  # this warp's TMEM lane quarter
             acc = uint32(0)
             acc_phase = uint32(0)
             t = cuda.blockIdx.x
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
+                col0 = ptx.warp_uniform(n_idx * BLOCK_N)  # the tile's store coordinates, once per tile
+                row0 = ptx.warp_uniform(m_idx * BLOCK_M)
                 ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase)  # a whole tile's MMAs: sleep
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
@@ -175,15 +184,17 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed
                             pipeline.arrive(base + LD2MMA, acc)
                     buf = sub % STAGING_BUFFERS
-                    store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
-                    ptx.fence_proxy_async()  # the stores, before the TMA (async proxy) reads them
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete: the subtile is published
-                    if tid == 0:
-                        ptx.tma_store_2d(tmap_d, n_idx * BLOCK_N + sub * SUBTILE_COLS, m_idx * BLOCK_M,
-                                         base + D_STAGING + buf * SUBTILE_BYTES)
-                        ptx.bulk_commit_group()
-                        wait_staging_buffer(STAGING_BUFFERS)  # the buffer the next subtile fills is read
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
+                    stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
+                    if buf % SUBTILES_PER_GROUP == SUBTILES_PER_GROUP - 1:  # a group of subtiles is staged
+                        first = sub + 1 - SUBTILES_PER_GROUP  # the group's first subtile
+                        ptx.fence_proxy_async()  # the rows, before the TMA (async proxy) reads them
+                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published
+                        if tid == 0:  # the group's TMA stores, one bulk group; then wait_group.read 1: the
+                            # other group's buffers, which the warps fill next, have been read,
+                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,
+                                           staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES,
+                                           SUBTILES_PER_GROUP, STAGING_GROUPS)
+                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
                 acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
                 t += cuda.gridDim.x
             if tid == 0:

@@ -32,8 +32,8 @@ from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
-from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, store_subtile_row, subtile_row,
-                       subtile_row_chunks, tmem_load_subtile, wait_staging_buffer)
+from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, stage_subtile_row,
+                       store_subtiles, subtile_row, subtile_row_chunks, tmem_load_subtile)
 from .host import GROUP, tma_launch
 
 CTA_M, CTA_N, BLOCK_K, MMA_K = 128, 128, 64, 16  # what one CTA loads per stage
@@ -46,7 +46,9 @@ IDESC = make_instr_desc(CLUSTER_M, CLUSTER_N, cta_group=2)
 DEFAULT_DEPTH = 6  # step 7's: 6 x 32 KiB of A/B stages + 4 x 8 KiB of staging per CTA
 DEFAULT_ACC_STAGES = 2  # 2 x 256 columns: all of TMEM
 EMULATOR_CLUSTERS = 2
-STAGING_BUFFERS = 4  # step 7's ring of 8 KiB subtile buffers
+STAGING_BUFFERS = 4  # step 7's ring of 8 KiB subtile buffers,
+SUBTILES_PER_GROUP = 2  # stored in groups of two subtiles (one bulk group each)
+STAGING_GROUPS = STAGING_BUFFERS // SUBTILES_PER_GROUP
 SUBTILES = CLUSTER_N // SUBTILE_COLS  # per tile and CTA: 8, a multiple of STAGING_BUFFERS
 WRITEBACK_BARRIER = 1
 PRODUCER_WARP, MMA_WARP = 4, 5
@@ -169,14 +171,17 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             if tid == 0:  # the thread that issues the stores acquires the D tensor map
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
                 ptx.prefetch_tensormap(tmap_d)
-            chunks = subtile_row_chunks(subtile_row(base + D_STAGING, tid))  # this thread's row, buffer 0
+            base = ptx.warp_uniform(base)  # step 7: the store's operands stay in uniform registers
+            staging = base + D_STAGING
+            chunks = subtile_row_chunks(subtile_row(staging, tid))  # this thread's row, buffer 0
             lanes = tmem + ((32 * warp) << 16)
             acc = uint32(0)
             acc_phase = uint32(0)
             t = cluster
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                row0 = m_idx * CLUSTER_M + rank * CTA_M
+                col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
+                row0 = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)
                 ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase)  # a whole tile's MMAs: sleep
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
@@ -188,15 +193,17 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         if ptx.elect_sync():
                             ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))
                     buf = sub % STAGING_BUFFERS
-                    store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
-                    ptx.fence_proxy_async()
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # staging complete: the subtile is published
-                    if tid == 0:
-                        ptx.tma_store_2d(tmap_d, n_idx * CLUSTER_N + sub * SUBTILE_COLS, row0,
-                                         base + D_STAGING + buf * SUBTILE_BYTES)
-                        ptx.bulk_commit_group()
-                        wait_staging_buffer(STAGING_BUFFERS)  # the buffer the next subtile fills is read
-                    ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
+                    stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
+                    if buf % SUBTILES_PER_GROUP == SUBTILES_PER_GROUP - 1:  # a group of subtiles is staged
+                        first = sub + 1 - SUBTILES_PER_GROUP  # the group's first subtile
+                        ptx.fence_proxy_async()  # the rows, before the TMA (async proxy) reads them
+                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published
+                        if tid == 0:  # the group's TMA stores, one bulk group; then wait_group.read 1: the
+                            # other group's buffers, which the warps fill next, have been read,
+                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,
+                                           staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES,
+                                           SUBTILES_PER_GROUP, STAGING_GROUPS)
+                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
                 acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
                 t += num_clusters
             if tid == 0:

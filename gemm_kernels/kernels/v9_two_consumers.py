@@ -26,8 +26,8 @@ from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_MMA1, ROLE_TMA, ROLE_WRITEBACK, ROLE_WRITEBACK1
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
-from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, store_subtile_row, subtile_row,
-                       subtile_row_chunks, tmem_load_subtile, wait_staging_buffer)
+from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, stage_subtile_row,
+                       store_subtiles, subtile_row, subtile_row_chunks, tmem_load_subtile)
 from .host import GROUP, tma_launch
 
 CTA_M, CTA_N, BLOCK_K, MMA_K = 128, 128, 64, 16
@@ -161,6 +161,7 @@ def make_kernel(depth, group=GROUP):
             c = warp // 4  # warpgroup c writes back consumer c, with its own ring of staging buffers
             ptx.set_warp_role(ROLE_WRITEBACK + (ROLE_WRITEBACK1 - ROLE_WRITEBACK) * c)
             leader_ld2mma = ptx.mapa(pipeline.barrier(base + LD2MMA0, c), 0)
+            base = ptx.warp_uniform(base)  # step 7: the store's operands stay in uniform registers
             staging = base + D_STAGING0 + c * STAGING_BUFFERS * SUBTILE_BYTES
             row = tid % 128
             if row == 0:  # the thread that issues the stores acquires the D tensor map
@@ -172,7 +173,8 @@ def make_kernel(depth, group=GROUP):
             t = cluster
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                row0 = m_idx * CLUSTER_M + c * 256 + rank * CTA_M
+                col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
+                row0 = ptx.warp_uniform(m_idx * CLUSTER_M + c * 256 + rank * CTA_M)
                 ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD0, c), acc_phase)  # a whole tile's MMAs: sleep
                 acc_phase ^= uint32(1)
                 ptx.tcgen05_fence_after()
@@ -183,14 +185,12 @@ def make_kernel(depth, group=GROUP):
                         if ptx.elect_sync():
                             ptx.mbarrier_arrive_relaxed_cluster(leader_ld2mma)
                     buf = sub % STAGING_BUFFERS
-                    store_subtile_row(chunks, buf * SUBTILE_BYTES, packed)
+                    stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
                     ptx.fence_proxy_async()
                     ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # staging complete: the subtile is published
-                    if row == 0:
-                        ptx.tma_store_2d(tmap_d, n_idx * CLUSTER_N + sub * SUBTILE_COLS, row0,
-                                         staging + buf * SUBTILE_BYTES)
-                        ptx.bulk_commit_group()
-                        wait_staging_buffer(STAGING_BUFFERS)  # the buffer the next subtile fills is read
+                    if row == 0:  # its TMA store; then wait for the previous subtile's (wait_group.read 1),
+                        store_subtiles(tmap_d, col0 + sub * SUBTILE_COLS, row0, staging + buf * SUBTILE_BYTES,
+                                       1, STAGING_BUFFERS)
                     ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # ... which the others learn here
                 t += num_clusters
             if row == 0:
