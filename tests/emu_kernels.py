@@ -531,6 +531,61 @@ def k_acc_reuse(out, bug):
 ACC_NAMES = bar_names("full", "acc_full", "acc_empty")
 
 
+def k_drain(out, bug):
+    """Chapter 7's teardown in miniature (128 threads): thread 0 loads one stage, issues 4 MMAs and
+    commits twice: to 'empty' (the stage may be refilled) and then to 'acc_full' (the accumulator is
+    ready); all 4 warps wait on 'acc_full' and read the accumulator. Bug 0 ends with the producer's
+    tail: thread 0 waits on 'empty' too before the CTA tears down.
+    bug 1: no tail. Nobody waits on 'empty', so its commit's arrival is not ordered before the exit
+           (the wait on 'acc_full' does not order it: the PTX ISA does not order two commits' arrivals).
+    bug 2: the tail, but thread 0 also prefetches a box on 'spare' that nobody waits for: the TMA
+           load's complete_tx is not ordered before the exit."""
+    smem32 = cuda.shared.array(0, uint32)
+    base = ptx.shared_addr(smem32)
+    tid = cuda.threadIdx.x
+    warp, lane = tid // 32, tid % 32
+    full, empty, acc_full, spare = base + BAR(0), base + BAR(1), base + BAR(2), base + BAR(3)
+    if tid == 0:
+        ptx.mbarrier_init(full, 1)
+        ptx.mbarrier_init(empty, 1)
+        ptx.mbarrier_init(acc_full, 1)
+        ptx.mbarrier_init(spare, 1)
+        ptx.fence_mbarrier_init()
+    if warp == 0:
+        ptx.tmem_alloc(base + SLOT, 128)
+    cuda.syncthreads()
+    tmem = smem32[SLOT // 4]
+    idesc = layouts.instr_desc_dev(128, 128, 0, 0, 1, 0, 0)
+    if tid == 0:
+        ptx.mbarrier_arrive_expect_tx(full, 2 * BOX_BYTES)
+        ptx.tma_load_2d(base + A_BUF, TMAP_A, 0, 0, full)
+        ptx.tma_load_2d(base + B_BUF, TMAP_B, 0, 0, full)
+        if bug == 2:
+            ptx.mbarrier_arrive_expect_tx(spare, BOX_BYTES)
+            ptx.tma_load_2d(base + STAGE, TMAP_A, 64, 0, spare)
+        ptx.mbarrier_wait(full, 0)
+        ptx.tcgen05_fence_after()
+        for k in range(4):
+            ptx.tcgen05_mma(tmem, sw128(base + A_BUF + 32 * k), sw128(base + B_BUF + 32 * k), idesc,
+                            1 if k > 0 else 0)
+        ptx.tcgen05_commit(empty)
+        ptx.tcgen05_commit(acc_full)
+    ptx.mbarrier_wait(acc_full, 0)
+    ptx.tcgen05_fence_after()
+    _epilogue(out, tmem, warp, lane, 0, 0, 128, 32 * warp)
+    if tid == 0 and bug != 1:
+        ptx.mbarrier_wait(empty, 0)  # the producer's tail
+    ptx.tcgen05_fence_before()
+    cuda.syncthreads()
+    if warp == 0:
+        ptx.tcgen05_fence_after()
+        ptx.tmem_relinquish()
+        ptx.tmem_dealloc(tmem, 128)
+
+
+DRAIN_NAMES = bar_names("full", "empty", "acc_full", "spare")
+
+
 def k_proxy_fence(a, b, d, bug):
     """Step 1's data path: all 128 threads copy A and B (128 x 64, from global) into 128B-swizzled
     shared memory with ordinary stores, then one thread issues 4 MMAs. bug 1: no fence.proxy.async

@@ -94,6 +94,14 @@ def acc_reuse(bug, policy="lazy", seed=0):
     return out
 
 
+def drain(bug, policy="lazy", seed=0):
+    a, b = AB
+    out = np.zeros((128, 128), dtype=np.float32)
+    K.run(K.k_drain, (out, bug), block=128, policy=policy, seed=seed, names=K.DRAIN_NAMES,
+          maps=K.tmaps((K.TMAP_A, a, 128, 64), (K.TMAP_B, b, 128, 64)))
+    return out
+
+
 def proxy_fence(bug, policy="lazy", seed=0):
     a, b = AB[0][:, :64].copy(), AB[1][:, :64].copy()
     d = np.zeros((128, 128), dtype=np.float32)
@@ -511,6 +519,7 @@ CATALOGUE = {
                    "test_tmem_registers_used_before_wait_ld"],
     "TmemLifecycleError": ["test_tmem_leak", "test_tmem_dealloc_by_another_warp", "test_tmem_missing_relinquish",
                            "test_tmem_dealloc_while_mma_writes", "test_tmem_dealloc_not_ordered_after_other_warps_loads"],
+    "UndrainedArrival": ["test_exit_with_a_commit_arrival_not_drained", "test_exit_with_a_tma_arrival_not_drained"],
     "LaneQuarterViolation": ["test_lane_quarter_violation"],
     "DivergentCollective": ["test_divergent_elect_reached_by_part_of_a_warp",
                             "test_divergent_lanes_at_different_collectives", "test_divergent_operands_to_tmem_ld",
@@ -692,6 +701,26 @@ def test_exit_with_tma_store_in_flight(policy, seed):
 def test_dsmem_store_and_arrival_into_a_cta_that_may_have_exited(policy, seed):
     _raises(E.MemoryFault, lambda: peer(1, policy, seed), "into CTA (1,0,0) [cluster 0 rank 1]", "emu_kernels.py:",
             "exit")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_exit_with_a_commit_arrival_not_drained(policy, seed):
+    """The producer tail is missing: the wait on 'acc_full' (the later commit) does not order the
+    arrival of the commit on 'empty' before the exit, whichever order the run took."""
+    _raises(E.UndrainedArrival, lambda: drain(1, policy, seed), "CTA (0,0,0) exited", "tcgen05.commit issued by "
+            "thread 0 (warp 0, lane 0)", "emu_kernels.py:", "on mbarrier empty", "phase 0", "pipeline.producer_tail")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_exit_with_a_tma_arrival_not_drained(policy, seed):
+    _raises(E.UndrainedArrival, lambda: drain(2, policy, seed), "complete_tx of the TMA load issued by thread 0",
+            "on mbarrier spare", "emu_kernels.py:")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_drain_fixed(policy, seed):
+    a, b = AB
+    assert np.allclose(drain(0, policy, seed), _ref(a[:, :64], b[:, :64]), rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize("policy,seed", ALL)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import costmodel
+from . import costmodel, drain
 from .context import current_thread
 from .errors import (
     DivergentCollective,
@@ -372,6 +372,7 @@ class CTA:
             for slot, (ep, sid, what) in self.remote.items():
                 if self.exit_vc[slot] < ep:
                     self._exited_fault(slot, sid, what, "is not ordered before the CTA's exit")
+            drain.check_exit(self)
 
     def remote_access(self, thread_or_none, slot, ep, sid, what):
         """An access from outside this CTA (a DSMEM store or load, a remote arrive, an asynchronous

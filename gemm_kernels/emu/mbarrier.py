@@ -12,6 +12,7 @@ reset between persistent tiles) is reported as ``StalePhaseWait`` instead of rel
 """
 from __future__ import annotations
 
+from . import drain
 from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait
 from .hb import SyncPoint
 from .scheduler import Waitable
@@ -50,6 +51,10 @@ class MBarrier(Waitable):
         self.init_slot = init_by.warp.clock.slot  # the init is published to whoever knows this epoch
         self.init_ep = int(init_by.warp.clock.epoch)
         self.expect_sites = []  # (thread, site, nbytes) of this phase's expect_tx announcements
+        # the exit rule (drain.py): the latest asynchronous arrival, and who waited past it
+        self.async_phase = -1  # the phase it landed in
+        self.async_op = None  # the commit or TMA load that made it
+        self.acks = {}  # warp slot -> the warp's epoch at its first wait on phase >= async_phase
 
     def require_fenced(self, user):
         """The asynchronous units and the other CTAs of the cluster see an mbarrier's initialisation
@@ -69,14 +74,15 @@ class MBarrier(Waitable):
         """``thread`` issued an arrival or asynchronous work that will complete on this barrier."""
         self.signalled[thread.key] = self.completed
 
-    def arrive(self, thread, count=1, at=0.0, async_vc=None, tcgen05=False):
-        """An arrival by ``thread`` (or, with ``async_vc``, by asynchronous work it issued)."""
+    def arrive(self, thread, count=1, at=0.0, async_vc=None, tcgen05=False, op=None):
+        """An arrival by ``thread`` (or, with ``async_vc``, by the asynchronous work ``op`` it issued)."""
         if async_vc is None:
             self.sp.release(thread)
             if self.one_each:
                 self._check_second_arrival(thread, count)
         else:
             self.sp.release_async(async_vc, tcgen05)
+            self._async_arrival(op)
         self.pending -= count
         if self.pending < 0:
             raise ArrivalMismatch(
@@ -142,10 +148,20 @@ class MBarrier(Waitable):
         if thread is not None:
             self.expect_sites.append((thread, site, nbytes))
 
-    def complete_tx(self, nbytes, source, at=0.0, vc=None):
+    def _async_arrival(self, op):
+        """``op``'s arrival lands in the current phase: from now on only a wait on this phase or a later
+        one orders it before an exit (drain.py)."""
+        drain.check_arrival(self, op)
+        self.async_phase = self.completed
+        self.async_op = op
+        if self.acks:
+            self.acks = {}
+
+    def complete_tx(self, nbytes, source, at=0.0, vc=None, op=None):
         self.tx -= nbytes
         self.phase_time = max(self.phase_time, at)
         self.sp.release_async(vc)
+        self._async_arrival(op)
         if self.tx < 0 and self.pending == 0:
             from .source import text
 
@@ -214,6 +230,10 @@ class MBarrier(Waitable):
                 f"on every phase in turn, or use a barrier that completes once per use (a one-bit parity can only "
                 f"tell the current phase from the one before it).")
         self.consumed[key] = phase
+        if phase >= self.async_phase >= 0:  # this wait orders the latest asynchronous arrival (drain.py)
+            clock = thread.warp.clock
+            if clock.slot not in self.acks:
+                self.acks[clock.slot] = clock.vcm[clock.slot]
         if phase >= 0:
             sp = self.done_sp.get(phase)
             if sp is not None:
