@@ -778,20 +778,25 @@ def k_dsmem(out):
     ptx.cluster_wait()
 
 
-def k_mma_cg2(out, idesc, n):
+def k_mma_cg2(out, idesc, n, bug=0):
     """A CTA pair computes D[256, n] = A[256, 64] @ B[n, 64].T: CTA r loads A rows 128 r.. and B rows
     (n/2) r.. into its own shared memory; after a cluster barrier the even CTA issues 4 cta_group::2
     MMAs and commits to 'mma_done' in both CTAs (multicast 0b11); each CTA reads ITS 128 rows from
-    ITS TMEM: out[128 rank + 32 warp + lane, :]."""
+    ITS TMEM: out[128 rank + 32 warp + lane, :]. The even CTA also commits to its own 'spare' only
+    (mask 0b01) and waits on it before the final cluster barrier, which orders that arrival before
+    the odd CTA's exit too (a cta_group::2 commit needs both CTAs of the pair alive).
+    bug 1: the even CTA waits on 'spare' after the final cluster barrier: the odd CTA may exit before
+           the commit arrives (UndrainedArrival)."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
     warp, lane = tid // 32, tid % 32
     rank = ptx.cluster_ctarank()
-    tma_bar, mma_done = base + BAR(0), base + BAR(1)
+    tma_bar, mma_done, spare = base + BAR(0), base + BAR(1), base + BAR(2)
     if tid == 0:
         ptx.mbarrier_init(tma_bar, 1)
         ptx.mbarrier_init(mma_done, 1)
+        ptx.mbarrier_init(spare, 1)
         ptx.fence_mbarrier_init()
     if warp == 0:
         ptx.tmem_alloc_cg2(base + SLOT, 256)
@@ -811,12 +816,17 @@ def k_mma_cg2(out, idesc, n):
             ptx.tcgen05_mma_cg2(tmem, sw128(base + A_BUF + 32 * k), sw128(base + B_BUF + 32 * k), idesc,
                                 1 if k > 0 else 0)
         ptx.tcgen05_commit_cg2_multicast(mma_done, 3)
+        ptx.tcgen05_commit_cg2_multicast(spare, 1)
     ptx.mbarrier_wait_cluster(mma_done, 0)
     ptx.tcgen05_fence_after()
     _epilogue(out, tmem, warp, lane, 128 * rank, 0, n, 32 * warp)
+    if rank == 0 and tid == 0 and bug != 1:
+        ptx.mbarrier_wait(spare, 0)
     ptx.tcgen05_fence_before()
     ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
     ptx.cluster_wait()
+    if rank == 0 and tid == 0 and bug == 1:
+        ptx.mbarrier_wait(spare, 0)
     if warp == 0:
         ptx.tcgen05_fence_after()
         ptx.tmem_relinquish_cg2()

@@ -519,7 +519,8 @@ CATALOGUE = {
                    "test_tmem_registers_used_before_wait_ld"],
     "TmemLifecycleError": ["test_tmem_leak", "test_tmem_dealloc_by_another_warp", "test_tmem_missing_relinquish",
                            "test_tmem_dealloc_while_mma_writes", "test_tmem_dealloc_not_ordered_after_other_warps_loads"],
-    "UndrainedArrival": ["test_exit_with_a_commit_arrival_not_drained", "test_exit_with_a_tma_arrival_not_drained"],
+    "UndrainedArrival": ["test_exit_with_a_commit_arrival_not_drained", "test_exit_with_a_tma_arrival_not_drained",
+                         "test_exit_of_the_peer_before_a_pair_commit_arrives"],
     "LaneQuarterViolation": ["test_lane_quarter_violation"],
     "DivergentCollective": ["test_divergent_elect_reached_by_part_of_a_warp",
                             "test_divergent_lanes_at_different_collectives", "test_divergent_operands_to_tmem_ld",
@@ -717,10 +718,29 @@ def test_exit_with_a_tma_arrival_not_drained(policy, seed):
             "on mbarrier spare", "emu_kernels.py:")
 
 
+def mma_pair(bug, policy="lazy", seed=0):
+    a, b = _fp16((256, 64), 15), _fp16((256, 64), 16)
+    out = np.full((256, 256), np.nan, dtype=np.float32)
+    K.run(K.k_mma_cg2, (out, layouts.make_instr_desc(256, 256, cta_group=2), 256, bug), block=128, grid=2,
+          cluster=2, policy=policy, seed=seed, names=K.bar_names("tma_bar", "mma_done", "spare"),
+          maps=K.tmaps((K.TMAP_A, a, 128, 64), (K.TMAP_B, b, 128, 64)))
+    return out, _ref(a, b)
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_exit_of_the_peer_before_a_pair_commit_arrives(policy, seed):
+    """A cta_group::2 commit into the even CTA's barrier only: the odd CTA's exit must be ordered after
+    its arrival too (the even CTA's wait on it comes after the last cluster barrier here)."""
+    _raises(E.UndrainedArrival, lambda: mma_pair(1, policy, seed), "CTA (1,0,0) [cluster 0 rank 1] exited",
+            "on mbarrier spare of CTA (0,0,0) [cluster 0 rank 0]", "both CTAs of the pair", "emu_kernels.py:")
+
+
 @pytest.mark.parametrize("policy,seed", ALL)
 def test_drain_fixed(policy, seed):
     a, b = AB
-    assert np.allclose(drain(0, policy, seed), _ref(a[:, :64], b[:, :64]), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(drain(0, policy, seed), _ref(a[:, :64], b[:, :64]), rtol=1e-5, atol=1e-4)
+    out, want = mma_pair(0, policy, seed)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("policy,seed", ALL)
