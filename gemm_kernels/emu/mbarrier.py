@@ -12,12 +12,35 @@ reset between persistent tiles) is reported as ``StalePhaseWait`` instead of rel
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from . import drain
 from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait
 from .hb import SyncPoint
 from .scheduler import Waitable
 
 MAX_COUNT = (1 << 20) - 1
+
+#: observers of every mbarrier state change, in the order they happen: callables
+#: ``fn(barrier, what, cycles, value)`` with ``what`` "init" (value: the arrival count), "arrive" (the
+#: count), "expect_tx" or "complete_tx" (bytes), at virtual time ``cycles``. Add one with ``observing``
+#: (gemm_kernels.trace_view records the book's barrier timelines so).
+OBSERVERS = []
+
+
+@contextmanager
+def observing(fn):
+    """Call ``fn`` on every mbarrier state change while the block runs."""
+    OBSERVERS.append(fn)
+    try:
+        yield
+    finally:
+        OBSERVERS.remove(fn)
+
+
+def _observe(bar, what, cycles, value):
+    for fn in OBSERVERS:
+        fn(bar, what, cycles, value)
 
 
 class MBarrier(Waitable):
@@ -55,6 +78,8 @@ class MBarrier(Waitable):
         self.async_phase = -1  # the phase it landed in
         self.async_op = None  # the commit or TMA load that made it
         self.acks = {}  # warp slot -> the warp's epoch at its first wait on phase >= async_phase
+        if OBSERVERS:
+            _observe(self, "init", init_by.clock, count)
 
     def require_fenced(self, user):
         """The asynchronous units and the other CTAs of the cluster see an mbarrier's initialisation
@@ -76,6 +101,8 @@ class MBarrier(Waitable):
 
     def arrive(self, thread, count=1, at=0.0, async_vc=None, tcgen05=False, op=None):
         """An arrival by ``thread`` (or, with ``async_vc``, by the asynchronous work ``op`` it issued)."""
+        if OBSERVERS:
+            _observe(self, "arrive", at, count)
         if async_vc is None:
             self.sp.release(thread)
             if self.one_each:
@@ -143,6 +170,8 @@ class MBarrier(Waitable):
         self.last_completer = (thread.warp, thread.lane, self.completed, self.waits)
 
     def expect_tx(self, nbytes, at=0.0, thread=None, site=0):
+        if OBSERVERS:
+            _observe(self, "expect_tx", at, nbytes)
         self.tx += nbytes
         self.phase_time = max(self.phase_time, at)
         if thread is not None:
@@ -158,6 +187,8 @@ class MBarrier(Waitable):
             self.acks = {}
 
     def complete_tx(self, nbytes, source, at=0.0, vc=None, op=None):
+        if OBSERVERS:
+            _observe(self, "complete_tx", at, nbytes)
         self.tx -= nbytes
         self.phase_time = max(self.phase_time, at)
         self.sp.release_async(vc)
