@@ -21,12 +21,13 @@ import numpy as np
 
 MMA, TMA, BULK = "mma", "tma", "bulk"
 TC_READ, TC_WRITE = 1, 2  # kinds of tcgen05 work: tcgen05.ld reads TMEM; MMA, tcgen05.st write it
+TC_DEALLOC = 4  # tcgen05.dealloc: ordered after work of every kind, and issues no work itself
 
 
 def tc_conflict(op_kind, behind):
     """Does a tcgen05 operation of ``op_kind`` need ordering after work of kinds ``behind``? (Two
     reads need none.)"""
-    return bool(behind & TC_WRITE) or bool(op_kind & TC_WRITE and behind)
+    return bool(behind & TC_WRITE) or bool(op_kind & (TC_WRITE | TC_DEALLOC) and behind)
 
 
 class Clocks:

@@ -194,17 +194,20 @@ class MBarrier(Waitable):
         self.sp.release_async(vc)
         self._async_arrival(op)
         if self.tx < 0 and self.pending == 0:
-            from .source import text
-
-            announced = "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in self.expect_sites) or "none"
             raise ExpectTxMismatch(
                 f"mbarrier {self.name} (phase {self.completed}): {source} delivered {nbytes} bytes, but this phase's "
-                f"expect_tx announced fewer (announced: {announced}; {nbytes + self.tx} were still expected). "
+                f"expect_tx announced fewer (announced: {self.announcements()}; {nbytes + self.tx} were still expected). "
                 f"The phase may complete before all the data landed, and the extra bytes count against the next "
                 f"phase; on an H200 (tests/hopper/h200_sanitizer_cases.json) the phase completed early in 2 of 3 "
                 f"runs and never completed in the third, where a wait hangs. Announce every byte the copies "
                 f"deliver (or signal each copy on its own stage's barrier).")
         self._maybe_complete()
+
+    def announcements(self):
+        """This phase's expect_tx announcements, for reports: "N B by <thread> at <line>; ..." or "none"."""
+        from .source import text
+
+        return "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in self.expect_sites) or "none"
 
     def _maybe_complete(self):
         if self.pending == 0 and self.tx == 0:
