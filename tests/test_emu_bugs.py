@@ -78,28 +78,25 @@ def stale(bug, policy="lazy", seed=0):
 AB = _fp16((128, 128), 1), _fp16((128, 128), 2)
 
 
-def mma_reuse(bug, policy="lazy", seed=0):
+def _on_ab(kernel, out_shape, bug, block, names, policy, seed):
+    """Run ``kernel(out, bug)`` with tensor maps over the operands AB (128 x 64 boxes); return out."""
     a, b = AB
-    out = np.zeros((128, 128), dtype=np.float32)
-    K.run(K.k_mma_reuse, (out, bug), block=128, policy=policy, seed=seed, names=K.REUSE_NAMES,
+    out = np.zeros(out_shape, dtype=np.float32)
+    K.run(kernel, (out, bug), block=block, policy=policy, seed=seed, names=names,
           maps=K.tmaps((K.TMAP_A, a, 128, 64), (K.TMAP_B, b, 128, 64)))
     return out
+
+
+def mma_reuse(bug, policy="lazy", seed=0):
+    return _on_ab(K.k_mma_reuse, (128, 128), bug, 128, K.REUSE_NAMES, policy, seed)
 
 
 def acc_reuse(bug, policy="lazy", seed=0):
-    a, b = AB
-    out = np.zeros((2, 128, 128), dtype=np.float32)
-    K.run(K.k_acc_reuse, (out, bug), block=160, policy=policy, seed=seed, names=K.ACC_NAMES,
-          maps=K.tmaps((K.TMAP_A, a, 128, 64), (K.TMAP_B, b, 128, 64)))
-    return out
+    return _on_ab(K.k_acc_reuse, (2, 128, 128), bug, 160, K.ACC_NAMES, policy, seed)
 
 
 def drain(bug, policy="lazy", seed=0):
-    a, b = AB
-    out = np.zeros((128, 128), dtype=np.float32)
-    K.run(K.k_drain, (out, bug), block=128, policy=policy, seed=seed, names=K.DRAIN_NAMES,
-          maps=K.tmaps((K.TMAP_A, a, 128, 64), (K.TMAP_B, b, 128, 64)))
-    return out
+    return _on_ab(K.k_drain, (128, 128), bug, 128, K.DRAIN_NAMES, policy, seed)
 
 
 def proxy_fence(bug, policy="lazy", seed=0):
