@@ -786,17 +786,24 @@ def k_mma_cg2(out, idesc, n, bug=0):
     (mask 0b01) and waits on it before the final cluster barrier, which orders that arrival before
     the odd CTA's exit too (a cta_group::2 commit needs both CTAs of the pair alive).
     bug 1: the even CTA waits on 'spare' after the final cluster barrier: the odd CTA may exit before
-           the commit arrives (UndrainedArrival)."""
+           the commit arrives (UndrainedArrival).
+    bug 2: as 1, but after the final cluster barrier the even CTA first commits to the odd CTA's 'late'
+           (mask 0b10), on which the odd CTA waits before it exits. That orders the odd CTA's exit after
+           the 'late' arrival and after what the even thread did before issuing that commit, not after
+           its wait on 'spare', which comes later (UndrainedArrival on 'spare'). An arrival on
+           'bye' keeps the even CTA alive until the odd one has seen 'late'."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
     warp, lane = tid // 32, tid % 32
     rank = ptx.cluster_ctarank()
-    tma_bar, mma_done, spare = base + BAR(0), base + BAR(1), base + BAR(2)
+    tma_bar, mma_done, spare, late, bye = base + BAR(0), base + BAR(1), base + BAR(2), base + BAR(3), base + BAR(4)
     if tid == 0:
         ptx.mbarrier_init(tma_bar, 1)
         ptx.mbarrier_init(mma_done, 1)
         ptx.mbarrier_init(spare, 1)
+        ptx.mbarrier_init(late, 1)
+        ptx.mbarrier_init(bye, 1)
         ptx.fence_mbarrier_init()
     if warp == 0:
         ptx.tmem_alloc_cg2(base + SLOT, 256)
@@ -820,13 +827,20 @@ def k_mma_cg2(out, idesc, n, bug=0):
     ptx.mbarrier_wait_cluster(mma_done, 0)
     ptx.tcgen05_fence_after()
     _epilogue(out, tmem, warp, lane, 128 * rank, 0, n, 32 * warp)
-    if rank == 0 and tid == 0 and bug != 1:
+    if rank == 0 and tid == 0 and bug == 0:
         ptx.mbarrier_wait(spare, 0)
     ptx.tcgen05_fence_before()
     ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
     ptx.cluster_wait()
-    if rank == 0 and tid == 0 and bug == 1:
+    if rank == 0 and tid == 0 and bug != 0:
+        if bug == 2:
+            ptx.tcgen05_commit_cg2_multicast(late, 2)
         ptx.mbarrier_wait(spare, 0)
+        if bug == 2:
+            ptx.mbarrier_wait(bye, 0)
+    if rank == 1 and tid == 0 and bug == 2:
+        ptx.mbarrier_wait_cluster(late, 0)
+        ptx.mbarrier_arrive_cluster(ptx.mapa(bye, 0))
     if warp == 0:
         ptx.tcgen05_fence_after()
         ptx.tmem_relinquish_cg2()
