@@ -916,7 +916,10 @@ def k_race(out, bug):
     bug 0: a barrier between the second write and the read.
     bug 1: no barrier: the second write and warp 1's read race (in either order).
     bug 2: warp 0 hands the value over through mbarrier 'ready' (arrive after the write), but warp 1
-    reads without waiting on it."""
+    reads without waiting on it.
+    bug 3: warp 0 announces and issues a TMA load on 'ready' and only then writes the word; warp 1
+    waits on 'ready' and reads it. The load's completion orders what warp 0 did before issuing it,
+    not the write after it."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -928,15 +931,19 @@ def k_race(out, bug):
         ptx.fence_mbarrier_init()
     cuda.syncthreads()
     if tid == 0:
+        if bug == 3:
+            ptx.mbarrier_arrive_expect_tx(ready, BOX_BYTES)
+            ptx.tma_load_2d(base + A_BUF, TMAP_A, 0, 0, ready)
         smem32[DATA // 4] = 2
-        ptx.mbarrier_arrive(ready)
+        if bug != 3:
+            ptx.mbarrier_arrive(ready)
     if bug == 0:
         cuda.syncthreads()
     if warp == 1:
-        if bug == 0:
+        if bug == 0 or bug == 3:
             ptx.mbarrier_wait(ready, 0)
         out[tid] = smem32[DATA // 4]
-    if bug != 0:
+    if bug == 1 or bug == 2:
         cuda.syncthreads()  # (the end: every thread is done before warp 1 waits, so no deadlock)
         if warp == 1:
             ptx.mbarrier_wait(ready, 0)
