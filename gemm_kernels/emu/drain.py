@@ -23,9 +23,9 @@ it, and tmem_rules already orders every MMA before the dealloc) and, for a ``cta
 the exit of both CTAs of the issuing pair as well.
 
 Bookkeeping: the mbarrier keeps its latest asynchronous arrival (``async_phase``, ``async_op``) and,
-per warp that has since waited on that phase or a later one, the epoch the warp starts at that wait
-(``acks``): a clock that knows that epoch of the warp knows the wait. (A new epoch, because the
-clocks of the commits and copies the warp issued before the wait carry the epoch it was in.) Checked at each CTA's exit
+per warp that has since waited on that phase or a later one, the warp's epoch at that wait
+(``acks``): a clock that knows that epoch of the warp knows the wait (everything the warp released
+or issued before the wait carries an earlier epoch: releases and issues advance it, hb.py). Checked at each CTA's exit
 (``check_exit``) and at each arrival (``check_arrival``: one that lands after a CTA it concerns
 exited, i.e. issued after that exit).
 """

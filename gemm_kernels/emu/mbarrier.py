@@ -267,9 +267,7 @@ class MBarrier(Waitable):
         if phase >= self.async_phase >= 0:  # this wait orders the latest asynchronous arrival (drain.py)
             clock = thread.warp.clock
             if clock.slot not in self.acks:
-                # a new epoch of the warp starts at this wait, so that knowing it means knowing the wait: the
-                # epoch before may already have reached others in the clocks of work the warp issued earlier
-                clock.vc[clock.slot] += 1
+                # (what the warp released or issued before this wait carries an earlier epoch: hb.py)
                 self.acks[clock.slot] = clock.vcm[clock.slot]
         if phase >= 0:
             sp = self.done_sp.get(phase)
