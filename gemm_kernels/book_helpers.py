@@ -379,6 +379,11 @@ def trace_of(chapter, a, b, **config):
         trace, ok, text = chapter_gpu_trace(chapter, a.shape[0], b.shape[0], a.shape[1], **gpu_config)
         assert ok, text
         return mark_stages(trace)
+    return emulator_trace(chapter, a, b, **config)
+
+
+def emulator_trace(chapter, a, b, **config):
+    """The timeline of chapter ``chapter`` on the emulator's virtual clock, TMA loads marked by stage."""
     launched = CHAPTERS[chapter].entry(a, b, backend="emulator", trace=True, **config)
     return mark_stages(launched.launch.trace)
 

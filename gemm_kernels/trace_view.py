@@ -17,13 +17,11 @@ Colours, legend labels and lane names are the static timelines' (``timeline.KIND
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from . import timeline
-from .chapters import CHAPTERS
 
 #: the most slider positions a view offers (evenly chosen among the barrier changes)
 MAX_STEPS = 120
@@ -44,50 +42,22 @@ class BarrierLog:
 
 @contextmanager
 def recording_barriers():
-    """Record every mbarrier state change while the block runs (the emulator's ``MBarrier``
-    methods are wrapped for the duration and restored after)."""
-    from .emu.mbarrier import MBarrier
+    """Record every mbarrier state change while the block runs (an observer of the emulator's
+    mbarriers, ``emu.mbarrier.observing``)."""
+    from .emu.mbarrier import observing
 
     log = BarrierLog()
-    originals = {name: getattr(MBarrier, name) for name in ("__init__", "arrive", "expect_tx", "complete_tx")}
-    # bound by name, so that the wrappers follow the methods' signatures as the emulator grows them
-    sigs = {name: inspect.signature(fn) for name, fn in originals.items()}
-
-    def args(name, self, a, kw):
-        bound = sigs[name].bind(self, *a, **kw)
-        bound.apply_defaults()
-        return bound.arguments
-
-    def init(self, *a, **kw):
-        originals["__init__"](self, *a, **kw)
-        got = args("__init__", self, a, kw)
-        log.add(got["init_by"].clock, self, "init", got["count"])
-
-    def wrap(name, what, value):
-        def method(self, *a, **kw):
-            got = args(name, self, a, kw)
-            log.add(got["at"], self, what, got[value])
-            return originals[name](self, *a, **kw)
-        return method
-
-    MBarrier.__init__ = init
-    MBarrier.arrive = wrap("arrive", "arrive", "count")
-    MBarrier.expect_tx = wrap("expect_tx", "expect_tx", "nbytes")
-    MBarrier.complete_tx = wrap("complete_tx", "complete_tx", "nbytes")
-    try:
+    with observing(lambda bar, what, cycles, value: log.add(cycles, bar, what, value)):
         yield log
-    finally:
-        for name, fn in originals.items():
-            setattr(MBarrier, name, fn)
 
 
 def run_traced(chapter, a, b, **config):
     """(trace, barrier log) of chapter ``chapter`` on the emulator (TMA loads marked by stage)."""
-    from .book_helpers import mark_stages
+    from .book_helpers import emulator_trace
 
     with recording_barriers() as log:
-        launched = CHAPTERS[chapter].entry(a, b, backend="emulator", trace=True, **config)
-    return mark_stages(launched.launch.trace), log
+        trace = emulator_trace(chapter, a, b, **config)
+    return trace, log
 
 
 @dataclass

@@ -531,6 +531,61 @@ def k_acc_reuse(out, bug):
 ACC_NAMES = bar_names("full", "acc_full", "acc_empty")
 
 
+def k_drain(out, bug):
+    """Chapter 7's teardown in miniature (128 threads): thread 0 loads one stage, issues 4 MMAs and
+    commits twice: to 'empty' (the stage may be refilled) and then to 'acc_full' (the accumulator is
+    ready); all 4 warps wait on 'acc_full' and read the accumulator. Bug 0 ends with the producer's
+    tail: thread 0 waits on 'empty' too before the CTA tears down.
+    bug 1: no tail. Nobody waits on 'empty', so its commit's arrival is not ordered before the exit
+           (the wait on 'acc_full' does not order it: the PTX ISA does not order two commits' arrivals).
+    bug 2: the tail, but thread 0 also prefetches a box on 'spare' that nobody waits for: the TMA
+           load's complete_tx is not ordered before the exit."""
+    smem32 = cuda.shared.array(0, uint32)
+    base = ptx.shared_addr(smem32)
+    tid = cuda.threadIdx.x
+    warp, lane = tid // 32, tid % 32
+    full, empty, acc_full, spare = base + BAR(0), base + BAR(1), base + BAR(2), base + BAR(3)
+    if tid == 0:
+        ptx.mbarrier_init(full, 1)
+        ptx.mbarrier_init(empty, 1)
+        ptx.mbarrier_init(acc_full, 1)
+        ptx.mbarrier_init(spare, 1)
+        ptx.fence_mbarrier_init()
+    if warp == 0:
+        ptx.tmem_alloc(base + SLOT, 128)
+    cuda.syncthreads()
+    tmem = smem32[SLOT // 4]
+    idesc = layouts.instr_desc_dev(128, 128, 0, 0, 1, 0, 0)
+    if tid == 0:
+        ptx.mbarrier_arrive_expect_tx(full, 2 * BOX_BYTES)
+        ptx.tma_load_2d(base + A_BUF, TMAP_A, 0, 0, full)
+        ptx.tma_load_2d(base + B_BUF, TMAP_B, 0, 0, full)
+        if bug == 2:
+            ptx.mbarrier_arrive_expect_tx(spare, BOX_BYTES)
+            ptx.tma_load_2d(base + STAGE, TMAP_A, 64, 0, spare)
+        ptx.mbarrier_wait(full, 0)
+        ptx.tcgen05_fence_after()
+        for k in range(4):
+            ptx.tcgen05_mma(tmem, sw128(base + A_BUF + 32 * k), sw128(base + B_BUF + 32 * k), idesc,
+                            1 if k > 0 else 0)
+        ptx.tcgen05_commit(empty)
+        ptx.tcgen05_commit(acc_full)
+    ptx.mbarrier_wait(acc_full, 0)
+    ptx.tcgen05_fence_after()
+    _epilogue(out, tmem, warp, lane, 0, 0, 128, 32 * warp)
+    if tid == 0 and bug != 1:
+        ptx.mbarrier_wait(empty, 0)  # the producer's tail
+    ptx.tcgen05_fence_before()
+    cuda.syncthreads()
+    if warp == 0:
+        ptx.tcgen05_fence_after()
+        ptx.tmem_relinquish()
+        ptx.tmem_dealloc(tmem, 128)
+
+
+DRAIN_NAMES = bar_names("full", "empty", "acc_full", "spare")
+
+
 def k_proxy_fence(a, b, d, bug):
     """Step 1's data path: all 128 threads copy A and B (128 x 64, from global) into 128B-swizzled
     shared memory with ordinary stores, then one thread issues 4 MMAs. bug 1: no fence.proxy.async
@@ -723,20 +778,32 @@ def k_dsmem(out):
     ptx.cluster_wait()
 
 
-def k_mma_cg2(out, idesc, n):
+def k_mma_cg2(out, idesc, n, bug=0):
     """A CTA pair computes D[256, n] = A[256, 64] @ B[n, 64].T: CTA r loads A rows 128 r.. and B rows
     (n/2) r.. into its own shared memory; after a cluster barrier the even CTA issues 4 cta_group::2
     MMAs and commits to 'mma_done' in both CTAs (multicast 0b11); each CTA reads ITS 128 rows from
-    ITS TMEM: out[128 rank + 32 warp + lane, :]."""
+    ITS TMEM: out[128 rank + 32 warp + lane, :]. The even CTA also commits to its own 'spare' only
+    (mask 0b01) and waits on it before the final cluster barrier, which orders that arrival before
+    the odd CTA's exit too (a cta_group::2 commit needs both CTAs of the pair alive).
+    bug 1: the even CTA waits on 'spare' after the final cluster barrier: the odd CTA may exit before
+           the commit arrives (UndrainedArrival).
+    bug 2: as 1, but after the final cluster barrier the even CTA first commits to the odd CTA's 'late'
+           (mask 0b10), on which the odd CTA waits before it exits. That orders the odd CTA's exit after
+           the 'late' arrival and after what the even thread did before issuing that commit, not after
+           its wait on 'spare', which comes later (UndrainedArrival on 'spare'). An arrival on
+           'bye' keeps the even CTA alive until the odd one has seen 'late'."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
     warp, lane = tid // 32, tid % 32
     rank = ptx.cluster_ctarank()
-    tma_bar, mma_done = base + BAR(0), base + BAR(1)
+    tma_bar, mma_done, spare, late, bye = base + BAR(0), base + BAR(1), base + BAR(2), base + BAR(3), base + BAR(4)
     if tid == 0:
         ptx.mbarrier_init(tma_bar, 1)
         ptx.mbarrier_init(mma_done, 1)
+        ptx.mbarrier_init(spare, 1)
+        ptx.mbarrier_init(late, 1)
+        ptx.mbarrier_init(bye, 1)
         ptx.fence_mbarrier_init()
     if warp == 0:
         ptx.tmem_alloc_cg2(base + SLOT, 256)
@@ -756,12 +823,24 @@ def k_mma_cg2(out, idesc, n):
             ptx.tcgen05_mma_cg2(tmem, sw128(base + A_BUF + 32 * k), sw128(base + B_BUF + 32 * k), idesc,
                                 1 if k > 0 else 0)
         ptx.tcgen05_commit_cg2_multicast(mma_done, 3)
+        ptx.tcgen05_commit_cg2_multicast(spare, 1)
     ptx.mbarrier_wait_cluster(mma_done, 0)
     ptx.tcgen05_fence_after()
     _epilogue(out, tmem, warp, lane, 128 * rank, 0, n, 32 * warp)
+    if rank == 0 and tid == 0 and bug == 0:
+        ptx.mbarrier_wait(spare, 0)
     ptx.tcgen05_fence_before()
     ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
     ptx.cluster_wait()
+    if rank == 0 and tid == 0 and bug != 0:
+        if bug == 2:
+            ptx.tcgen05_commit_cg2_multicast(late, 2)
+        ptx.mbarrier_wait(spare, 0)
+        if bug == 2:
+            ptx.mbarrier_wait(bye, 0)
+    if rank == 1 and tid == 0 and bug == 2:
+        ptx.mbarrier_wait_cluster(late, 0)
+        ptx.mbarrier_arrive_cluster(ptx.mapa(bye, 0))
     if warp == 0:
         ptx.tcgen05_fence_after()
         ptx.tmem_relinquish_cg2()
@@ -837,7 +916,10 @@ def k_race(out, bug):
     bug 0: a barrier between the second write and the read.
     bug 1: no barrier: the second write and warp 1's read race (in either order).
     bug 2: warp 0 hands the value over through mbarrier 'ready' (arrive after the write), but warp 1
-    reads without waiting on it."""
+    reads without waiting on it.
+    bug 3: warp 0 announces and issues a TMA load on 'ready' and only then writes the word; warp 1
+    waits on 'ready' and reads it. The load's completion orders what warp 0 did before issuing it,
+    not the write after it."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -849,15 +931,19 @@ def k_race(out, bug):
         ptx.fence_mbarrier_init()
     cuda.syncthreads()
     if tid == 0:
+        if bug == 3:
+            ptx.mbarrier_arrive_expect_tx(ready, BOX_BYTES)
+            ptx.tma_load_2d(base + A_BUF, TMAP_A, 0, 0, ready)
         smem32[DATA // 4] = 2
-        ptx.mbarrier_arrive(ready)
+        if bug != 3:
+            ptx.mbarrier_arrive(ready)
     if bug == 0:
         cuda.syncthreads()
     if warp == 1:
-        if bug == 0:
+        if bug == 0 or bug == 3:
             ptx.mbarrier_wait(ready, 0)
         out[tid] = smem32[DATA // 4]
-    if bug != 0:
+    if bug == 1 or bug == 2:
         cuda.syncthreads()  # (the end: every thread is done before warp 1 waits, so no deadlock)
         if warp == 1:
             ptx.mbarrier_wait(ready, 0)

@@ -78,20 +78,25 @@ def stale(bug, policy="lazy", seed=0):
 AB = _fp16((128, 128), 1), _fp16((128, 128), 2)
 
 
-def mma_reuse(bug, policy="lazy", seed=0):
+def _on_ab(kernel, out_shape, bug, block, names, policy, seed):
+    """Run ``kernel(out, bug)`` with tensor maps over the operands AB (128 x 64 boxes); return out."""
     a, b = AB
-    out = np.zeros((128, 128), dtype=np.float32)
-    K.run(K.k_mma_reuse, (out, bug), block=128, policy=policy, seed=seed, names=K.REUSE_NAMES,
+    out = np.zeros(out_shape, dtype=np.float32)
+    K.run(kernel, (out, bug), block=block, policy=policy, seed=seed, names=names,
           maps=K.tmaps((K.TMAP_A, a, 128, 64), (K.TMAP_B, b, 128, 64)))
     return out
+
+
+def mma_reuse(bug, policy="lazy", seed=0):
+    return _on_ab(K.k_mma_reuse, (128, 128), bug, 128, K.REUSE_NAMES, policy, seed)
 
 
 def acc_reuse(bug, policy="lazy", seed=0):
-    a, b = AB
-    out = np.zeros((2, 128, 128), dtype=np.float32)
-    K.run(K.k_acc_reuse, (out, bug), block=160, policy=policy, seed=seed, names=K.ACC_NAMES,
-          maps=K.tmaps((K.TMAP_A, a, 128, 64), (K.TMAP_B, b, 128, 64)))
-    return out
+    return _on_ab(K.k_acc_reuse, (2, 128, 128), bug, 160, K.ACC_NAMES, policy, seed)
+
+
+def drain(bug, policy="lazy", seed=0):
+    return _on_ab(K.k_drain, (128, 128), bug, 128, K.DRAIN_NAMES, policy, seed)
 
 
 def proxy_fence(bug, policy="lazy", seed=0):
@@ -511,6 +516,8 @@ CATALOGUE = {
                    "test_tmem_registers_used_before_wait_ld"],
     "TmemLifecycleError": ["test_tmem_leak", "test_tmem_dealloc_by_another_warp", "test_tmem_missing_relinquish",
                            "test_tmem_dealloc_while_mma_writes", "test_tmem_dealloc_not_ordered_after_other_warps_loads"],
+    "UndrainedArrival": ["test_exit_with_a_commit_arrival_not_drained", "test_exit_with_a_tma_arrival_not_drained",
+                         "test_exit_of_the_peer_before_a_pair_commit_arrives"],
     "LaneQuarterViolation": ["test_lane_quarter_violation"],
     "DivergentCollective": ["test_divergent_elect_reached_by_part_of_a_warp",
                             "test_divergent_lanes_at_different_collectives", "test_divergent_operands_to_tmem_ld",
@@ -552,7 +559,8 @@ def init(bug, policy="lazy", seed=0):
 
 def race(bug, policy="lazy", seed=0):
     out = np.zeros(64, dtype=np.uint32)
-    K.run(K.k_race, (out, bug), block=64, policy=policy, seed=seed, names=K.bar_names("ready"))
+    K.run(K.k_race, (out, bug), block=64, policy=policy, seed=seed, names=K.bar_names("ready"),
+          maps=K.tmaps((K.TMAP_A, AB[0], 128, 64)))
     return out
 
 
@@ -636,7 +644,7 @@ def test_init_fixed(policy, seed):
 
 @pytest.mark.parametrize("policy,seed", ALL + [("random", s) for s in (3, 4, 5)])
 def test_data_race_between_warps(policy, seed):
-    for bug in (1, 2):
+    for bug in (1, 2, 3):  # 3: a write after a TMA issue is not ordered by the TMA's completion
         _raises(E.DataRace, lambda bug=bug: race(bug, policy, seed), "warp 0 of CTA (0,0,0)", "warp 1 of CTA (0,0,0)",
                 "(data)", "emu_kernels.py:", "nothing orders them")
 
@@ -692,6 +700,47 @@ def test_exit_with_tma_store_in_flight(policy, seed):
 def test_dsmem_store_and_arrival_into_a_cta_that_may_have_exited(policy, seed):
     _raises(E.MemoryFault, lambda: peer(1, policy, seed), "into CTA (1,0,0) [cluster 0 rank 1]", "emu_kernels.py:",
             "exit")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_exit_with_a_commit_arrival_not_drained(policy, seed):
+    """The producer tail is missing: the wait on 'acc_full' (the later commit) does not order the
+    arrival of the commit on 'empty' before the exit, whichever order the run took."""
+    _raises(E.UndrainedArrival, lambda: drain(1, policy, seed), "CTA (0,0,0) exited", "tcgen05.commit issued by "
+            "thread 0 (warp 0, lane 0)", "emu_kernels.py:", "on mbarrier empty", "phase 0", "pipeline.producer_tail")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_exit_with_a_tma_arrival_not_drained(policy, seed):
+    _raises(E.UndrainedArrival, lambda: drain(2, policy, seed), "complete_tx of the TMA load issued by thread 0",
+            "on mbarrier spare", "emu_kernels.py:")
+
+
+def mma_pair(bug, policy="lazy", seed=0):
+    a, b = _fp16((256, 64), 15), _fp16((256, 64), 16)
+    out = np.full((256, 256), np.nan, dtype=np.float32)
+    K.run(K.k_mma_cg2, (out, layouts.make_instr_desc(256, 256, cta_group=2), 256, bug), block=128, grid=2,
+          cluster=2, policy=policy, seed=seed, names=K.bar_names("tma_bar", "mma_done", "spare", "late", "bye"),
+          maps=K.tmaps((K.TMAP_A, a, 128, 64), (K.TMAP_B, b, 128, 64)))
+    return out, _ref(a, b)
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_exit_of_the_peer_before_a_pair_commit_arrives(policy, seed):
+    """A cta_group::2 commit into the even CTA's barrier only: the odd CTA's exit must be ordered after
+    its arrival too (the even CTA's wait on it comes after the last cluster barrier here)."""
+    for bug in (1, 2):  # 2: what the odd CTA learns comes from before the even CTA's wait, not after it
+        _raises(E.UndrainedArrival, lambda bug=bug: mma_pair(bug, policy, seed), "CTA (1,0,0) [cluster 0 rank 1] "
+                "exited", "on mbarrier spare of CTA (0,0,0) [cluster 0 rank 0]", "both CTAs of the pair",
+                "emu_kernels.py:")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_drain_fixed(policy, seed):
+    a, b = AB
+    np.testing.assert_allclose(drain(0, policy, seed), _ref(a[:, :64], b[:, :64]), rtol=1e-5, atol=1e-4)
+    out, want = mma_pair(0, policy, seed)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("policy,seed", ALL)

@@ -58,6 +58,8 @@ KERNEL_FOR = {
     "a barrier misbehaves after a buffer was written": lambda: B.bounds(3),
     "data lands in the wrong buffer": lambda: B.bounds(5),
     "illegal address or a hang at exit": lambda: B.peer(1),
+    "usually nothing (the PTX ISA leaves it undefined: a late arrival may hit a barrier of the next CTA on the SM)":
+        lambda: B.drain(1),
     "a TMA or commit never completes its barrier, only sometimes": lambda: B.acc_reuse(8),
 }
 

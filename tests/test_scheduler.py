@@ -1,6 +1,6 @@
 """The persistent tile scheduler without a division (gemm_kernels.pipeline): the host's encoded
 divisors divide exactly, and grouped_tile (run as Python, the code the emulator runs) visits every
-tile once, in the grouped order."""
+tile once, in the grouped order; and the producer's tail drains the ring before teardown."""
 import random
 
 import pytest
@@ -75,15 +75,33 @@ def test_advance_wraps_and_flips():
     assert seen == [(0, 1), (1, 1), (2, 1), (0, 0), (1, 0), (2, 0), (0, 1)]
 
 
-def test_producers_drain_before_teardown():
-    """Chapters 7-9 leave tcgen05 commits in flight (in 8-9 multicast into the peer CTA): each
-    producer runs the tail after its last tile. The emulator does not model a commit arriving after
-    its CTA left, so this is checked on the source: the tail follows the producer's tile loop."""
+#: the smallest shape of each warp-specialized chapter (one tile, one K chunk: one commit per ring stage used)
+SMALLEST = {7: (128, 128, 64), 8: (256, 256, 64), 9: (512, 256, 64)}
+
+
+@pytest.mark.parametrize("ch", sorted(SMALLEST))
+def test_producers_drain_before_teardown(ch):
+    """Chapters 7-9 leave tcgen05 commits in flight after the producer's last load (in 8-9 multicast
+    into the peer CTA); each producer ends with pipeline.producer_tail, which waits for them. Without
+    the tail, the emulator reports the last mma2tma arrival as not ordered before the CTA's exit, in
+    every completion order (the writeback's wait on mma2ld does not order it)."""
     import inspect
+    import re
 
-    from gemm_kernels.kernels import v7_warp_specialized, v8_two_cta, v9_two_consumers
+    from gemm_kernels import CHAPTERS, book_helpers
+    from gemm_kernels.check import compare, random_operands
+    from gemm_kernels.emu.errors import UndrainedArrival
+    from gemm_kernels.emu.scheduler import POLICIES
 
-    for mod in (v7_warp_specialized, v8_two_cta, v9_two_consumers):
-        src = inspect.getsource(inspect.unwrap(mod.make_kernel))
-        producer = src[src.index("if warp == PRODUCER_WARP"):src.index("elif warp == MMA_WARP")]
-        assert producer.rstrip().endswith("producer_tail(base + MMA2TMA, stage, phase, DEPTH)"), mod.__name__
+    src = inspect.getsource(inspect.unwrap(CHAPTERS[ch]._mod().make_kernel))
+    (call,) = re.findall(r"^\s*((?:\w+\.)?producer_tail\(.*\))\s*$", src, re.MULTILINE)  # the tail's line
+    broken = book_helpers.variant(ch, {call: "pass"})
+    a, b = random_operands(*SMALLEST[ch])
+    assert compare(CHAPTERS[ch].entry(a, b, backend="emulator", policy="eager"), a, b).ok  # the intact kernel
+    for policy in POLICIES:
+        with pytest.raises(UndrainedArrival) as ei:
+            broken.entry(a, b, backend="emulator", policy=policy)
+        msg = str(ei.value)
+        assert re.search(r"the tcgen05\.commit issued by thread \d+ .* on mbarrier mma2tma\[0\]( of CTA [^)]*\))? "
+                         r"\(phase 0\)", msg), msg
+        assert "exited" in msg and "pipeline.producer_tail" in msg, msg

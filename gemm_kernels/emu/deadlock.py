@@ -98,8 +98,6 @@ def _providers(bar, cluster_threads, by_key):
 
 def _step(bar, waiters, cluster_threads, by_key, pending):
     """One link of the chain: (its text, the mbarrier its providers wait on, or None where the chain ends)."""
-    from .source import text as site_text
-
     head = (f"{_who(waiters)} wait{'s' if len(waiters) == 1 else ''} on mbarrier {bar.name} [CTA "
             f"{bar.cta.rank_text()}] for phase {bar.completed} (parity {bar.completed & 1}), which lacks "
             f"{_missing(bar)}")
@@ -109,8 +107,7 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
     provs, how = _providers(bar, cluster_threads, by_key)
     if bar.tx > 0 and not bar.pending:
         announced = sum(n for _, _, n in bar.expect_sites)
-        sites = "; ".join(f"{n} B by {t} at {site_text(s)}" for t, s, n in bar.expect_sites) or "none"
-        head += (f" (announced {announced} B: {sites}; the copies delivered {announced - bar.tx} B and no copy to it "
+        head += (f" (announced {announced} B: {bar.announcements()}; the copies delivered {announced - bar.tx} B and no copy to it "
                  f"is in flight)")
     if not provs:
         why = f"; the threads that would provide them {how}" if how.startswith("all arrived") else \

@@ -45,6 +45,13 @@ class TmemLifecycleError(EmulatorError):
     or a CTA-pair dealloc while the peer is still working."""
 
 
+class UndrainedArrival(EmulatorError):
+    """A CTA exits (or, for cta_group::2 work, its peer does) while an asynchronous arrival on one
+    of its mbarriers (a tcgen05.commit, a TMA load's complete_tx) is not ordered before the exit:
+    no thread waited for that phase of the barrier before it. On the chip the arrival may land in
+    shared memory that the next CTA on the SM already owns; drain the pipeline before exit."""
+
+
 class LaneQuarterViolation(EmulatorError):
     """A warp's tcgen05.ld/st touched TMEM lanes outside its lane quarter (32*(warp%4) ...)."""
 

@@ -12,7 +12,9 @@ Slots (one int per slot in every clock), per warp w of the cluster (W warps in a
 * ``2W + w``   the warp's TMA loads (completed through complete_tx on their mbarrier);
 * ``3W + w``   the warp's bulk (TMA store) groups, completed by ``cp.async.bulk.wait_group``.
 A release joins the warp's clock into the synchronisation object and then advances the warp's own
-entry; an acquire joins the object's clock into the warp's. mbarrier phases, named-barrier
+entry; an acquire joins the object's clock into the warp's. Issuing asynchronous work advances the
+warp's own entry too: the work's clock carries the epoch before it, so whoever waits for its
+completion is not taken to know what the warp did after the issue. mbarrier phases, named-barrier
 generations, the cluster barrier and bulk-group waits are the synchronisations.
 """
 from __future__ import annotations
@@ -21,12 +23,13 @@ import numpy as np
 
 MMA, TMA, BULK = "mma", "tma", "bulk"
 TC_READ, TC_WRITE = 1, 2  # kinds of tcgen05 work: tcgen05.ld reads TMEM; MMA, tcgen05.st write it
+TC_DEALLOC = 4  # tcgen05.dealloc: ordered after work of every kind, and issues no work itself
 
 
 def tc_conflict(op_kind, behind):
     """Does a tcgen05 operation of ``op_kind`` need ordering after work of kinds ``behind``? (Two
     reads need none.)"""
-    return bool(behind & TC_WRITE) or bool(op_kind & TC_WRITE and behind)
+    return bool(behind & TC_WRITE) or bool(op_kind & (TC_WRITE | TC_DEALLOC) and behind)
 
 
 class Clocks:
@@ -84,13 +87,20 @@ class WarpClock:
         slot = {MMA: self.aslot, TMA: self.tslot, BULK: self.bslot}[unit]
         self.epochs[unit] += 1
         vc[slot] = self.epochs[unit]
+        self._after_issue()
         return slot, vc
 
     def async_so_far(self):
         """The clock of a tcgen05.commit issued now: it covers every earlier MMA of the warp."""
         vc = self.vc.copy()
         vc[self.aslot] = self.epochs[MMA]
+        self._after_issue()
         return vc
+
+    def _after_issue(self):
+        """The warp's work after an issue is a new epoch: the issued operation carries the warp's epoch to
+        whoever waits for its completion, and that must not cover what the warp does later."""
+        self.vc[self.slot] += 1
 
 
 def join(a, b):

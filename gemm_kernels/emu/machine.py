@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import costmodel
+from . import costmodel, drain
 from .context import current_thread
 from .errors import (
     DivergentCollective,
@@ -114,8 +114,8 @@ class EmuThread:
             self.tc_before_src = (unfenced, name) if unfenced is not None else None
 
     def tcgen05_op(self, what, sid, kind):
-        """A tcgen05 operation (kind: hb.TC_READ for tcgen05.ld, TC_WRITE for MMA / tcgen05.st, both for
-        dealloc): check the fence rules against the synchronisations that ordered it; remember it for
+        """A tcgen05 operation (kind: hb.TC_READ for tcgen05.ld, TC_WRITE for MMA / tcgen05.st, TC_DEALLOC
+        for tcgen05.dealloc): check the fence rules against the synchronisations that ordered it; remember it for
         the next release."""
         if self.tc_after is not None and tc_conflict(kind, self.tc_after[2]):
             sync, wsid, _ = self.tc_after
@@ -130,7 +130,7 @@ class EmuThread:
                 f"{text(src_sid)}; but {src_thread} reached that synchronisation without "
                 f"tcgen05.fence::before_thread_sync after its tcgen05 operation, so the synchronisation does not "
                 f"order it. Add ptx.tcgen05_fence_before() before the arrive / barrier.")
-        work = kind & (TC_READ | TC_WRITE) if kind != (TC_READ | TC_WRITE) else 0  # a dealloc issues no work
+        work = kind & (TC_READ | TC_WRITE)  # (TC_DEALLOC: none)
         if work:
             self.tc_unfenced = (str(self), sid, work)
             self.tc_since_sync |= work
@@ -372,6 +372,7 @@ class CTA:
             for slot, (ep, sid, what) in self.remote.items():
                 if self.exit_vc[slot] < ep:
                     self._exited_fault(slot, sid, what, "is not ordered before the CTA's exit")
+            drain.check_exit(self)
 
     def remote_access(self, thread_or_none, slot, ep, sid, what):
         """An access from outside this CTA (a DSMEM store or load, a remote arrive, an asynchronous

@@ -12,11 +12,35 @@ reset between persistent tiles) is reported as ``StalePhaseWait`` instead of rel
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+from . import drain
 from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait
 from .hb import SyncPoint
 from .scheduler import Waitable
 
 MAX_COUNT = (1 << 20) - 1
+
+#: observers of every mbarrier state change, in the order they happen: callables
+#: ``fn(barrier, what, cycles, value)`` with ``what`` "init" (value: the arrival count), "arrive" (the
+#: count), "expect_tx" or "complete_tx" (bytes), at virtual time ``cycles``. Add one with ``observing``
+#: (gemm_kernels.trace_view records the book's barrier timelines so).
+OBSERVERS = []
+
+
+@contextmanager
+def observing(fn):
+    """Call ``fn`` on every mbarrier state change while the block runs."""
+    OBSERVERS.append(fn)
+    try:
+        yield
+    finally:
+        OBSERVERS.remove(fn)
+
+
+def _observe(bar, what, cycles, value):
+    for fn in OBSERVERS:
+        fn(bar, what, cycles, value)
 
 
 class MBarrier(Waitable):
@@ -50,6 +74,12 @@ class MBarrier(Waitable):
         self.init_slot = init_by.warp.clock.slot  # the init is published to whoever knows this epoch
         self.init_ep = int(init_by.warp.clock.epoch)
         self.expect_sites = []  # (thread, site, nbytes) of this phase's expect_tx announcements
+        # the exit rule (drain.py): the latest asynchronous arrival, and who waited past it
+        self.async_phase = -1  # the phase it landed in
+        self.async_op = None  # the commit or TMA load that made it
+        self.acks = {}  # warp slot -> the warp's epoch at its first wait on phase >= async_phase
+        if OBSERVERS:
+            _observe(self, "init", init_by.clock, count)
 
     def require_fenced(self, user):
         """The asynchronous units and the other CTAs of the cluster see an mbarrier's initialisation
@@ -69,14 +99,17 @@ class MBarrier(Waitable):
         """``thread`` issued an arrival or asynchronous work that will complete on this barrier."""
         self.signalled[thread.key] = self.completed
 
-    def arrive(self, thread, count=1, at=0.0, async_vc=None, tcgen05=False):
-        """An arrival by ``thread`` (or, with ``async_vc``, by asynchronous work it issued)."""
+    def arrive(self, thread, count=1, at=0.0, async_vc=None, tcgen05=False, op=None):
+        """An arrival by ``thread`` (or, with ``async_vc``, by the asynchronous work ``op`` it issued)."""
+        if OBSERVERS:
+            _observe(self, "arrive", at, count)
         if async_vc is None:
             self.sp.release(thread)
             if self.one_each:
                 self._check_second_arrival(thread, count)
         else:
             self.sp.release_async(async_vc, tcgen05)
+            self._async_arrival(op)
         self.pending -= count
         if self.pending < 0:
             raise ArrivalMismatch(
@@ -137,27 +170,44 @@ class MBarrier(Waitable):
         self.last_completer = (thread.warp, thread.lane, self.completed, self.waits)
 
     def expect_tx(self, nbytes, at=0.0, thread=None, site=0):
+        if OBSERVERS:
+            _observe(self, "expect_tx", at, nbytes)
         self.tx += nbytes
         self.phase_time = max(self.phase_time, at)
         if thread is not None:
             self.expect_sites.append((thread, site, nbytes))
 
-    def complete_tx(self, nbytes, source, at=0.0, vc=None):
+    def _async_arrival(self, op):
+        """``op``'s arrival lands in the current phase: from now on only a wait on this phase or a later
+        one orders it before an exit (drain.py)."""
+        drain.check_arrival(self, op)
+        self.async_phase = self.completed
+        self.async_op = op
+        if self.acks:
+            self.acks = {}
+
+    def complete_tx(self, nbytes, source, at=0.0, vc=None, op=None):
+        if OBSERVERS:
+            _observe(self, "complete_tx", at, nbytes)
         self.tx -= nbytes
         self.phase_time = max(self.phase_time, at)
         self.sp.release_async(vc)
+        self._async_arrival(op)
         if self.tx < 0 and self.pending == 0:
-            from .source import text
-
-            announced = "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in self.expect_sites) or "none"
             raise ExpectTxMismatch(
                 f"mbarrier {self.name} (phase {self.completed}): {source} delivered {nbytes} bytes, but this phase's "
-                f"expect_tx announced fewer (announced: {announced}; {nbytes + self.tx} were still expected). "
+                f"expect_tx announced fewer (announced: {self.announcements()}; {nbytes + self.tx} were still expected). "
                 f"The phase may complete before all the data landed, and the extra bytes count against the next "
                 f"phase; on an H200 (tests/hopper/h200_sanitizer_cases.json) the phase completed early in 2 of 3 "
                 f"runs and never completed in the third, where a wait hangs. Announce every byte the copies "
                 f"deliver (or signal each copy on its own stage's barrier).")
         self._maybe_complete()
+
+    def announcements(self):
+        """This phase's expect_tx announcements, for reports: "N B by <thread> at <line>; ..." or "none"."""
+        from .source import text
+
+        return "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in self.expect_sites) or "none"
 
     def _maybe_complete(self):
         if self.pending == 0 and self.tx == 0:
@@ -214,6 +264,11 @@ class MBarrier(Waitable):
                 f"on every phase in turn, or use a barrier that completes once per use (a one-bit parity can only "
                 f"tell the current phase from the one before it).")
         self.consumed[key] = phase
+        if phase >= self.async_phase >= 0:  # this wait orders the latest asynchronous arrival (drain.py)
+            clock = thread.warp.clock
+            if clock.slot not in self.acks:
+                # (what the warp released or issued before this wait carries an earlier epoch: hb.py)
+                self.acks[clock.slot] = clock.vcm[clock.slot]
         if phase >= 0:
             sp = self.done_sp.get(phase)
             if sp is not None:

@@ -54,6 +54,13 @@ class AsyncOp:
         self.done = False
         self.predecessor = None  # an AsyncOp that must complete first (in-order units)
 
+    #: CTAs that must outlive this operation's arrivals besides the barriers' own (drain.py)
+    pair = ()
+
+    def barriers(self):
+        """The mbarriers this operation will arrive on (drain.py)."""
+        return ()
+
     def ready(self):
         return self.predecessor is None or self.predecessor.done
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import costmodel
+from . import costmodel, drain
 from .errors import (
     DescriptorError,
     MemoryFault,
@@ -261,6 +261,10 @@ class Commit(AsyncOp):
             bar.require_fenced(f"the tcgen05.commit issued by {thread}")
         self.bars = bars
         self.after = after
+        self.site = site(1)
+        cta = thread.cta
+        if thread.launch.cta_group == 2 and cta.rank ^ 1 < cta.cluster.size:
+            self.pair = (cta, cta.cluster.ctas[cta.rank ^ 1])  # the PTX ISA: the peer CTA must not exit first
         self.at = max([thread.clock] + [m.end for m in after])
         # the commit's arrival carries the completion of every earlier MMA of the warp, and it is an
         # implicit tcgen05.fence::before_thread_sync
@@ -270,6 +274,12 @@ class Commit(AsyncOp):
     def ready(self):
         return all(m.done for m in self.after)
 
+    def barriers(self):
+        return self.bars
+
+    def arrival_text(self):
+        return drain.arrival_text(self, "the tcgen05.commit")
+
     def execute(self):
         for bar in self.bars:
-            bar.arrive(self.issuer, 1, at=self.at, async_vc=self.vc, tcgen05=True)
+            bar.arrive(self.issuer, 1, at=self.at, async_vc=self.vc, tcgen05=True, op=self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import costmodel
+from . import costmodel, drain
 from .errors import MemoryFault, SharedMemoryHazard
 from .hb import BULK, TMA
 from .scheduler import AsyncOp
@@ -142,7 +142,13 @@ class TmaLoad(AsyncOp):
         else:
             self.cta.smem.async_write_scatter(self.addrs, self.tmap.read_box(self.c0, self.c1))
         self.cta.smem_writers.remove(self)
-        self.bar.complete_tx(self.tmap.box_bytes, f"TMA load of {self.tmap.name}", at=self.end, vc=self.vc)
+        self.bar.complete_tx(self.tmap.box_bytes, f"TMA load of {self.tmap.name}", at=self.end, vc=self.vc, op=self)
+
+    def barriers(self):
+        return (self.bar,)
+
+    def arrival_text(self):
+        return drain.arrival_text(self, "the complete_tx of the TMA load")
 
 
 class TmaStore(AsyncOp):

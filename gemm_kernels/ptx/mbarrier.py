@@ -125,12 +125,16 @@ def _wait(bar_addr, parity, scope):
     return 1
 
 
-_WAIT_LOOP = ("{{{{\n .reg .pred p;\n LAB_WAIT_${{{{:uid}}}}:\n"
-              " mbarrier.try_wait.parity{scope}.shared::cta.b64 p, [{{bar}}], {{parity}};\n"
-              " @!p bra LAB_WAIT_${{{{:uid}}}};\n}}}}")
+def _wait_loop(scope="", hint=""):
+    """The PTX of a loop around try_wait.parity (``scope``: the acquire qualifiers; ``hint``: a
+    suspend-time operand), as an asm_op template."""
+    return ("{{\n .reg .pred p;\n LAB_WAIT_${{:uid}}:\n"
+            f" mbarrier.try_wait.parity{scope}.shared::cta.b64 p, [{{bar}}], {{parity}}{hint};\n"
+            " @!p bra LAB_WAIT_${{:uid}};\n}}")
+
 
 mbarrier_wait = asm_op(
-    "mbarrier_wait", _WAIT_LOOP.format(scope=""), operands=(("bar", u32), ("parity", u32)),
+    "mbarrier_wait", _wait_loop(), operands=(("bar", u32), ("parity", u32)),
     doc="Block until the phase with parity ``parity`` of the mbarrier at ``bar`` has completed "
         "(acquire, CTA scope): a loop around try_wait.parity. Waiting on the current phase blocks; "
         "waiting on the other parity (the phase before) returns at once.")
@@ -138,19 +142,15 @@ mbarrier_wait.twin = lambda bar, parity: _wait(bar, parity, "") and None
 
 #: the suspend-time hint of mbarrier_wait_sleep, in ns (CUTLASS's retry path uses this value)
 SUSPEND_HINT_NS = 10_000_000
-_WAIT_SLEEP_LOOP = ("{{\n .reg .pred p;\n LAB_WAIT_${{:uid}}:\n"
-                    " mbarrier.try_wait.parity.shared::cta.b64 p, [{bar}], {parity}, " + str(SUSPEND_HINT_NS) + ";\n"
-                    " @!p bra LAB_WAIT_${{:uid}};\n}}")
-
 mbarrier_wait_sleep = asm_op(
-    "mbarrier_wait_sleep", _WAIT_SLEEP_LOOP, operands=(("bar", u32), ("parity", u32)),
+    "mbarrier_wait_sleep", _wait_loop(hint=f", {SUSPEND_HINT_NS}"), operands=(("bar", u32), ("parity", u32)),
     doc="As mbarrier_wait, with a suspend-time hint on each try_wait: a thread whose phase is not "
         "complete may be suspended (up to the hint) instead of spinning, leaving issue slots to the "
         "warps that do the work. For long waits (the writeback waiting for a whole tile's MMAs).")
 mbarrier_wait_sleep.twin = lambda bar, parity: _wait(bar, parity, "") and None
 
 mbarrier_wait_cluster = asm_op(
-    "mbarrier_wait_cluster", _WAIT_LOOP.format(scope=".acquire.cluster"),
+    "mbarrier_wait_cluster", _wait_loop(".acquire.cluster"),
     operands=(("bar", u32), ("parity", u32)),
     doc="As mbarrier_wait, with acquire at cluster scope: use it when the arrivals come from the "
         "other CTA of the cluster (remote arrivals, multicast commits, cta_group::2 TMA).")

@@ -14,7 +14,7 @@ from ..emu.errors import (
     TmemHazard,
     TmemLifecycleError,
 )
-from ..emu.hb import TC_READ, TC_WRITE
+from ..emu.hb import TC_DEALLOC, TC_READ
 from ..emu.source import site as _site
 from ..emu.tensor_core import Commit, Mma
 from ._declare import asm_op, f32, twin, u16, u32, u64
@@ -63,7 +63,7 @@ def _alloc_ops(group):
         t = _thread()
         t.launch.use_cta_group(group, "tcgen05.dealloc", t)
         sid = _site()
-        t.tcgen05_op("tcgen05.dealloc", sid, TC_READ | TC_WRITE)
+        t.tcgen05_op("tcgen05.dealloc", sid, TC_DEALLOC)
 
         def action(args):
             col = int(taddr) & 0xFFFF
