@@ -98,34 +98,42 @@ def make_kernel(depth, group=GROUP):
         tmem = smem32[TMEM_SLOT // 4]
 
         if warp == PRODUCER_WARP:
+            # Like the MMA warp, the whole warp runs the loop over warp-uniform values (kept in
+            # uniform registers) and one elected lane issues each stage's arrive and loads.
             ptx.set_warp_role(ROLE_TMA)
-            if ptx.elect_sync():
-                # this thread issues every load: it acquires the host-written tensor maps itself and
-                # asks the TMA unit to fetch them now, not at the first load
-                ptx.fence_proxy_tensormap_acquire(tmap_a)
-                ptx.fence_proxy_tensormap_acquire(tmap_b)
+            ptx.fence_proxy_tensormap_acquire(tmap_a)  # every lane may issue: each acquires the maps
+            ptx.fence_proxy_tensormap_acquire(tmap_b)
+            if ptx.elect_sync():  # ask the TMA unit to fetch the maps now, not at the first load
                 ptx.prefetch_tensormap(tmap_a)
                 ptx.prefetch_tensormap(tmap_b)
-                stage = uint32(0)
-                phase = uint32(1)
-                t = cluster
-                while t < num_tiles:
-                    m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                    for kc in range(k_tiles):
-                        pipeline.wait(base + MMA2TMA, stage, phase)  # both consumers released the stage
-                        leader_tma2mma = ptx.mapa(pipeline.barrier(base + TMA2MMA, stage), 0)
+            base = ptx.warp_uniform(base)
+            leader_tma2mma0 = ptx.mapa(base + TMA2MMA, 0)  # the leader's ring of tma2mma barriers, once
+            stage = uint32(0)
+            phase = uint32(1)
+            k_end = uint32(k_tiles * BLOCK_K)
+            t = cluster
+            while t < num_tiles:
+                m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
+                a_row = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)  # the tile's coordinates, once
+                b_row = ptx.warp_uniform(n_idx * CLUSTER_N + rank * CTA_N)
+                k0 = uint32(0)
+                while k0 < k_end:
+                    pipeline.wait(base + MMA2TMA, stage, phase)  # both consumers released the stage
+                    if ptx.elect_sync():
                         if rank == 0:
                             pipeline.expect_tx(base + TMA2MMA, stage, 2 * STAGE_TILES * TILE_BYTES)
+                        leader_tma2mma = pipeline.barrier(leader_tma2mma0, stage)
                         a_stage = pipeline.stage_buffer(base + A0, stage, A_STAGE_BYTES)
                         for c in range(CONSUMERS):
-                            ptx.tma_load_2d_cg2(a_stage + c * TILE_BYTES, tmap_a,
-                                                kc * BLOCK_K, m_idx * CLUSTER_M + c * 256 + rank * CTA_M, leader_tma2mma)
-                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, kc * BLOCK_K,
-                                            n_idx * CLUSTER_N + rank * CTA_N, leader_tma2mma)
-                        stage, phase = pipeline.advance(stage, phase, DEPTH)
-                    t += num_clusters
-                # the tail (step 8): wait until both consumers have released every stage once more
-                pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
+                            ptx.tma_load_2d_cg2(a_stage + c * TILE_BYTES, tmap_a, k0, a_row + c * 256,
+                                                leader_tma2mma)
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, k0,
+                                            b_row, leader_tma2mma)
+                    stage, phase = pipeline.advance(stage, phase, DEPTH)
+                    k0 = uint32(k0 + uint32(BLOCK_K))
+                t += num_clusters
+            # the tail (step 8): wait until both consumers have released every stage once more
+            pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP0 or warp == MMA_WARP0 + 1:
             c = warp - MMA_WARP0  # this warp's consumer
             if rank == 0:
