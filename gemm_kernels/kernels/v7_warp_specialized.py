@@ -2,8 +2,9 @@
 
 Step 7: warp specialization. Three roles run at once instead of one thread doing everything:
 
-* warp 4 (warpgroup 1), one elected lane: the TMA producer, filling a ring of PIPE_DEPTH stages;
-* warp 5 (warpgroup 1), one elected lane: the MMA issuer;
+* warp 4 (warpgroup 1): the TMA producer, filling a ring of PIPE_DEPTH stages;
+* warp 5 (warpgroup 1): the MMA issuer (both run their loops with the whole warp and issue from one
+  elected lane);
 * warpgroup 0 (warps 0-3, 128 threads): the writeback, TMEM -> registers -> staging -> TMA store.
 
 Four barrier handoffs connect them (the chapter's table):
@@ -95,31 +96,41 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
         tmem = smem32[TMEM_SLOT // 4]
 
         if warp == PRODUCER_WARP:
+            # Written like the MMA warp below: the whole warp runs the loop over warp-uniform
+            # values (ptxas keeps them in uniform registers, where the TMA instruction reads them),
+            # and one elected lane makes each stage's arrival and issues its loads.
             ptx.set_warp_role(ROLE_TMA)
+            # Any lane may be the one that issues: each acquires the host-written tensor maps, and one
+            # asks the TMA unit to fetch them now, not at the first load
+            ptx.fence_proxy_tensormap_acquire(tmap_a)
+            ptx.fence_proxy_tensormap_acquire(tmap_b)
             if ptx.elect_sync():
-                # this thread issues every load: it acquires the host-written tensor maps itself and
-                # asks the TMA unit to fetch them now, not at the first load
-                ptx.fence_proxy_tensormap_acquire(tmap_a)
-                ptx.fence_proxy_tensormap_acquire(tmap_b)
                 ptx.prefetch_tensormap(tmap_a)
                 ptx.prefetch_tensormap(tmap_b)
-                stage = uint32(0)
-                phase = uint32(1)  # the producer's first pass finds every stage empty
-                t = cuda.blockIdx.x
-                while t < num_tiles:
-                    m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                    for kc in range(k_tiles):
-                        pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
+            base = ptx.warp_uniform(base)
+            stage = uint32(0)
+            phase = uint32(1)  # the producer's first pass finds every stage empty
+            k_end = uint32(k_tiles * BLOCK_K)
+            t = cuda.blockIdx.x
+            while t < num_tiles:
+                m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
+                a_row = ptx.warp_uniform(m_idx * BLOCK_M)  # the tile's coordinates, once per tile
+                b_row = ptx.warp_uniform(n_idx * BLOCK_N)
+                k0 = uint32(0)  # the chunk's k coordinate (a while loop: Numba's range costs more here)
+                while k0 < k_end:
+                    pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty (all 32 lanes wait)
+                    if ptx.elect_sync():  # one arrival per stage: the barrier counts 1
                         tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, 2 * TILE_BYTES)
-                        ptx.tma_load_2d(pipeline.stage_buffer(base + A0, stage, TILE_BYTES), tmap_a, kc * BLOCK_K,
-                                        m_idx * BLOCK_M, tma2mma)
-                        ptx.tma_load_2d(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, kc * BLOCK_K,
-                                        n_idx * BLOCK_N, tma2mma)
-                        stage, phase = pipeline.advance(stage, phase, DEPTH)
-                    t += cuda.gridDim.x
-                # the tail: wait for every stage to be released once more, so that no commit of the
-                # MMA warp still arrives on a barrier of a CTA that is tearing down
-                pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
+                        ptx.tma_load_2d(pipeline.stage_buffer(base + A0, stage, TILE_BYTES), tmap_a, k0, a_row,
+                                        tma2mma)
+                        ptx.tma_load_2d(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, k0, b_row,
+                                        tma2mma)
+                    stage, phase = pipeline.advance(stage, phase, DEPTH)
+                    k0 = uint32(k0 + uint32(BLOCK_K))
+                t += cuda.gridDim.x
+            # the tail: wait for every stage to be released once more, so that no commit of the
+            # MMA warp still arrives on a barrier of a CTA that is tearing down
+            pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP:
             # The whole warp runs the loop (its values are warp-uniform, so ptxas keeps them in
             # uniform registers); one elected lane issues each MMA and commit. The descriptors'

@@ -107,33 +107,39 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
         tmem = smem32[TMEM_SLOT // 4]
 
         if warp == PRODUCER_WARP:
-            ptx.set_warp_role(ROLE_TMA)
+            ptx.set_warp_role(ROLE_TMA)  # step 7's producer warp
+            ptx.fence_proxy_tensormap_acquire(tmap_a)
+            ptx.fence_proxy_tensormap_acquire(tmap_b)
             if ptx.elect_sync():
-                # this thread issues every load: it acquires the host-written tensor maps itself and
-                # asks the TMA unit to fetch them now, not at the first load
-                ptx.fence_proxy_tensormap_acquire(tmap_a)
-                ptx.fence_proxy_tensormap_acquire(tmap_b)
                 ptx.prefetch_tensormap(tmap_a)
                 ptx.prefetch_tensormap(tmap_b)
-                stage = uint32(0)
-                phase = uint32(1)
-                t = cluster
-                while t < num_tiles:
-                    m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                    for kc in range(k_tiles):
-                        pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
-                        leader_tma2mma = ptx.mapa(pipeline.barrier(base + TMA2MMA, stage), 0)
+            base = ptx.warp_uniform(base)
+            leader_tma2mma0 = ptx.mapa(base + TMA2MMA, 0)  # the leader's tma2mma ring, mapped once
+            stage = uint32(0)
+            phase = uint32(1)
+            k_end = uint32(k_tiles * BLOCK_K)
+            t = cluster
+            while t < num_tiles:
+                m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
+                a_row = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)  # this CTA's rows of the tile
+                b_row = ptx.warp_uniform(n_idx * CLUSTER_N + rank * CTA_N)
+                k0 = uint32(0)
+                while k0 < k_end:
+                    pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
+                    if ptx.elect_sync():
                         if rank == 0:  # the leader announces both CTAs' bytes on its own (local) barrier
                             pipeline.expect_tx(base + TMA2MMA, stage, 2 * 2 * TILE_BYTES)
-                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + A0, stage, TILE_BYTES), tmap_a, kc * BLOCK_K,
-                                            m_idx * CLUSTER_M + rank * CTA_M, leader_tma2mma)
-                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, kc * BLOCK_K,
-                                            n_idx * CLUSTER_N + rank * CTA_N, leader_tma2mma)
-                        stage, phase = pipeline.advance(stage, phase, DEPTH)
-                    t += num_clusters
-                # the tail: the leader's commits multicast into this CTA's mma2tma barriers; wait for
-                # the last of them, so that the pair stays alive until its cta_group::2 work is done
-                pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
+                        leader_tma2mma = pipeline.barrier(leader_tma2mma0, stage)
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + A0, stage, TILE_BYTES), tmap_a, k0, a_row,
+                                            leader_tma2mma)
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, k0, b_row,
+                                            leader_tma2mma)
+                    stage, phase = pipeline.advance(stage, phase, DEPTH)
+                    k0 = uint32(k0 + uint32(BLOCK_K))
+                t += num_clusters
+            # the tail: the leader's commits multicast into this CTA's mma2tma barriers; wait for
+            # the last of them, so that the pair stays alive until its cta_group::2 work is done
+            pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP:
             if rank == 0:  # step 7's lean MMA warp, issuing for the pair
                 ptx.set_warp_role(ROLE_MMA)

@@ -98,23 +98,21 @@ def make_kernel(depth, group=GROUP):
         tmem = smem32[TMEM_SLOT // 4]
 
         if warp == PRODUCER_WARP:
-            # Like the MMA warp, the whole warp runs the loop over warp-uniform values (kept in
-            # uniform registers) and one elected lane issues each stage's arrive and loads.
-            ptx.set_warp_role(ROLE_TMA)
-            ptx.fence_proxy_tensormap_acquire(tmap_a)  # every lane may issue: each acquires the maps
+            ptx.set_warp_role(ROLE_TMA)  # step 8's producer warp, with a second A block per stage
+            ptx.fence_proxy_tensormap_acquire(tmap_a)
             ptx.fence_proxy_tensormap_acquire(tmap_b)
-            if ptx.elect_sync():  # ask the TMA unit to fetch the maps now, not at the first load
+            if ptx.elect_sync():
                 ptx.prefetch_tensormap(tmap_a)
                 ptx.prefetch_tensormap(tmap_b)
             base = ptx.warp_uniform(base)
-            leader_tma2mma0 = ptx.mapa(base + TMA2MMA, 0)  # the leader's ring of tma2mma barriers, once
+            leader_tma2mma0 = ptx.mapa(base + TMA2MMA, 0)
             stage = uint32(0)
             phase = uint32(1)
             k_end = uint32(k_tiles * BLOCK_K)
             t = cluster
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                a_row = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)  # the tile's coordinates, once
+                a_row = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)  # consumer 0's rows; consumer 1's: + 256
                 b_row = ptx.warp_uniform(n_idx * CLUSTER_N + rank * CTA_N)
                 k0 = uint32(0)
                 while k0 < k_end:
@@ -125,10 +123,9 @@ def make_kernel(depth, group=GROUP):
                         leader_tma2mma = pipeline.barrier(leader_tma2mma0, stage)
                         a_stage = pipeline.stage_buffer(base + A0, stage, A_STAGE_BYTES)
                         for c in range(CONSUMERS):
-                            ptx.tma_load_2d_cg2(a_stage + c * TILE_BYTES, tmap_a, k0, a_row + c * 256,
-                                                leader_tma2mma)
-                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, k0,
-                                            b_row, leader_tma2mma)
+                            ptx.tma_load_2d_cg2(a_stage + c * TILE_BYTES, tmap_a, k0, a_row + c * 256, leader_tma2mma)
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, k0, b_row,
+                                            leader_tma2mma)
                     stage, phase = pipeline.advance(stage, phase, DEPTH)
                     k0 = uint32(k0 + uint32(BLOCK_K))
                 t += num_clusters
