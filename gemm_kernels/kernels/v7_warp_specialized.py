@@ -107,15 +107,14 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             if ptx.elect_sync():
                 ptx.prefetch_tensormap(tmap_a)
                 ptx.prefetch_tensormap(tmap_b)
-            base = ptx.warp_uniform(base)
             stage = uint32(0)
             phase = uint32(1)  # the producer's first pass finds every stage empty
             k_end = uint32(k_tiles * BLOCK_K)
             t = cuda.blockIdx.x
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                a_row = ptx.warp_uniform(m_idx * BLOCK_M)  # the tile's coordinates, once per tile
-                b_row = ptx.warp_uniform(n_idx * BLOCK_N)
+                a_row = m_idx * BLOCK_M  # the tile's coordinates, once per tile
+                b_row = n_idx * BLOCK_N
                 k0 = uint32(0)  # the chunk's k coordinate (a while loop: Numba's range costs more here)
                 while k0 < k_end:
                     pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty (all 32 lanes wait)

@@ -113,7 +113,6 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             if ptx.elect_sync():
                 ptx.prefetch_tensormap(tmap_a)
                 ptx.prefetch_tensormap(tmap_b)
-            base = ptx.warp_uniform(base)
             leader_tma2mma0 = ptx.mapa(base + TMA2MMA, 0)  # the leader's tma2mma ring, mapped once
             stage = uint32(0)
             phase = uint32(1)
@@ -121,8 +120,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             t = cluster
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                a_row = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)  # this CTA's rows of the tile
-                b_row = ptx.warp_uniform(n_idx * CLUSTER_N + rank * CTA_N)
+                a_row = m_idx * CLUSTER_M + rank * CTA_M  # this CTA's rows of the tile
+                b_row = n_idx * CLUSTER_N + rank * CTA_N
                 k0 = uint32(0)
                 while k0 < k_end:
                     pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
