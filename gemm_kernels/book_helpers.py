@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import os
 import re
 import textwrap
 import types
@@ -82,6 +83,11 @@ def _display_code(text, lang, note=""):
     except ImportError:  # pragma: no cover - IPython is part of the book's set-up
         pass
     print(repr(listing))
+
+
+def _package_path(path):
+    """``gemm_kernels/kernels/v7_warp_specialized.py`` for a file of the package."""
+    return os.path.relpath(path, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _function(obj):
@@ -293,10 +299,14 @@ def variant(chapter, replace):
     factory = getattr(module, "make_kernel", None)
     if factory is not None:
         name = "make_kernel"
-        src = textwrap.dedent(inspect.getsource(inspect.unwrap(factory)))
+        edited_obj = inspect.unwrap(factory)
+        src = textwrap.dedent(inspect.getsource(edited_obj))
     else:
         name = ch.kernel_name
+        edited_obj = _function(chapter)
         src = source(chapter)
+    # the edited code keeps the file's line numbers (a report names a line the reader can find)
+    first_line = inspect.getsourcelines(edited_obj)[1]
     edited = src
     for old, new in replace.items():
         if old not in edited:
@@ -306,9 +316,11 @@ def variant(chapter, replace):
                                         fromfile=f"{ch.module}.py (as in the package)",
                                         tofile=f"{ch.module}.py (broken on purpose)", n=2))
     if factory is None:  # a plain function: the emulator runs the kernel's Python source as it is
-        edited = "\n".join(line for line in edited.splitlines() if not line.lstrip().startswith("@cuda.jit"))
+        edited = "\n".join("" if line.lstrip().startswith("@cuda.jit") else line for line in edited.splitlines())
     module_globals = dict(module.__dict__)
-    exec(compile(edited, f"<variant of {ch.module}.{name}>", "exec"), module_globals)  # noqa: S102
+    code = compile("\n" * (first_line - 1) + edited, f"<variant of {_package_path(module.__file__)}>",
+                   "exec")
+    exec(code, module_globals)  # noqa: S102
     entry = inspect.unwrap(ch.entry)
     new_entry = types.FunctionType(entry.__code__, module_globals, entry.__name__, entry.__defaults__,
                                    entry.__closure__)

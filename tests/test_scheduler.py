@@ -105,3 +105,11 @@ def test_producers_drain_before_teardown(ch):
         assert re.search(r"the tcgen05\.commit issued by thread \d+ .* on mbarrier mma2tma\[0\]( of CTA [^)]*\))? "
                          r"\(phase 0\)", msg), msg
         assert "exited" in msg and "pipeline.producer_tail" in msg, msg
+        # the commit's site: the kernel's line, numbered as in the file, then the helper's line if any
+        path = inspect.getsourcefile(CHAPTERS[ch]._mod())
+        lines = open(path).read().splitlines()
+        site = re.search(r"at <variant of gemm_kernels/kernels/(\w+\.py)>:(\d+) \(\w+\)(, in gemm_kernels/pipeline\.py:\d+ "
+                         r"\(release\))?", msg)
+        assert site and path.endswith(site.group(1)), msg
+        kernel_line = lines[int(site.group(2)) - 1]
+        assert ("pipeline.release(" in kernel_line) == bool(site.group(3)) and "MMA2TMA" in kernel_line, (kernel_line, msg)

@@ -1,6 +1,10 @@
 """Where in the kernel source an operation runs: ``module:line`` of the innermost frame that is not
 the emulator's, a PTX twin's or numpy's. Reports name these sites so that a learner can go to the
-line. A site is interned to a small int, so that shadow memory can keep one per byte cheaply."""
+line. An operation issued inside one of the package's shared device helpers (the ring vocabulary of
+``pipeline.py``, the epilogue, the TMEM lifecycle) is named by the kernel line that called the helper,
+with the helper's line after it: ``kernels/v7_warp_specialized.py:120 (gemm_v7_kernel), in
+pipeline.py:74 (wait)``. A site is interned to a small int, so that shadow memory can keep one per
+byte cheaply."""
 from __future__ import annotations
 
 import os
@@ -11,9 +15,13 @@ _PKG = os.path.dirname(_HERE)
 _INTERNAL = (_HERE + os.sep, os.path.join(_PKG, "ptx") + os.sep, os.path.join(_PKG, "rebinding.py"),
              os.path.dirname(os.path.abspath(os.__file__)))
 _ROOT = os.path.dirname(_PKG)
+# the shared device helpers a kernel calls: a report names the kernel's calling line first
+_HELPERS = tuple(os.path.join(_PKG, *p) for p in (("pipeline.py",), ("kernels", "epilogue.py"),
+                                                   ("kernels", "tmem_lifecycle.py"), ("kernels", "tile_copy.py")))
 
 _internal_code = {}  # code object -> bool (is it emulator/PTX-twin/library code?)
-_site_ids = {}  # (code, line) -> id
+_helper_code = {}  # code object -> bool (is it a shared device helper?)
+_site_ids = {}  # (code, line[, helper code, helper line]) -> id
 _site_text = ["(unknown site)"]  # id -> "module:line"
 
 
@@ -27,27 +35,45 @@ def _is_internal(code):
     return v
 
 
-def intern(code, line):
-    """The site id of ``line`` of ``code``."""
-    key = (code, line)
+def _is_helper(code):
+    v = _helper_code.get(code)
+    if v is None:
+        v = _helper_code[code] = code.co_filename.startswith(_HELPERS)
+    return v
+
+
+def _where(code, line):
+    path = code.co_filename
+    rel = (os.path.relpath(path, _ROOT) if path.startswith(_ROOT)
+           else path if path.startswith("<") else os.path.basename(path))
+    return f"{rel}:{line} ({code.co_name})"
+
+
+def intern(code, line, helper=None, helper_line=0):
+    """The site id of ``line`` of ``code`` (inside ``helper`` at ``helper_line``, when given)."""
+    key = (code, line) if helper is None else (code, line, helper, helper_line)
     sid = _site_ids.get(key)
     if sid is None:
-        path = code.co_filename
-        rel = os.path.relpath(path, _ROOT) if path.startswith(_ROOT) else os.path.basename(path)
         sid = _site_ids[key] = len(_site_text)
-        _site_text.append(f"{rel}:{line} ({code.co_name})")
+        where = _where(code, line)
+        _site_text.append(where if helper is None else f"{where}, in {_where(helper, helper_line)}")
     return sid
 
 
 def site(depth=1):
-    """The interned site of the kernel line that (directly or through twins) called the caller."""
+    """The interned site of the kernel line that (directly or through twins and shared helpers)
+    called the caller."""
     f = sys._getframe(depth + 1)
+    helper = None
     while f is not None:
         code = f.f_code
         if not _is_internal(code):
-            return intern(code, f.f_lineno)
+            if not _is_helper(code):
+                return intern(code, f.f_lineno) if helper is None else intern(code, f.f_lineno, *helper)
+            if helper is None:  # the innermost helper line: the operation itself
+                helper = (code, f.f_lineno)
         f = f.f_back
-    return 0
+    return intern(*helper) if helper is not None else 0
 
 
 def text(sid):
