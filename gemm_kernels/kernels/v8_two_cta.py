@@ -10,7 +10,8 @@ each CTA writes back a 128 x 256 half of the tile, 32-column subtile by subtile 
 
 What changes in the handoffs (step 7's names):
   tma2mma[s]  only the leader's is used: both CTAs' TMA loads (.cta_group::2) complete bytes on
-              it; the leader's producer announces all 64 KiB (both CTAs' A and B halves)
+              it; the leader's producer announces all 64 KiB (both CTAs' A and B halves); each
+              producer maps the leader's ring once (mapa) and indexes it per stage
   mma2tma[s]  the leader's commit multicasts to the same barrier in both CTAs (mask 0b11)
   mma2ld[a]   likewise: both writebacks learn their half of accumulator a is ready
   ld2mma[a]   the leader's, 8 arrivals: one elected lane of each of its own 4 writeback warps
