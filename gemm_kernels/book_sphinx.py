@@ -1,10 +1,11 @@
-"""A small Sphinx extension for the book (listed in ``_config.yml``), with two jobs:
+"""A small Sphinx extension for the book (listed in ``_config.yml``), with three jobs:
 
 * Plotly's JavaScript, as shipped in the ``plotly`` wheel, is copied once into the site's
   ``_static`` and loaded by every page, so the interactive trace views (``trace_view``) need no
   CDN and carry no copy of the library each;
-* every executed notebook page offers its ``.ipynb`` in the download menu (sphinx-book-theme does
-  that only when an online launch service is configured, which this offline book has none of);
+* every executed notebook page offers its ``.ipynb``, with its outputs, in the download menu
+  (sphinx-book-theme does that only when an online launch service is configured, which this
+  offline book has none of; and a page rebuilt from the execution cache gets its outputs back);
 * the pages load without a JavaScript error (``tests/test_book.py`` opens one in Chromium): the
   theme's colour mode gets a valid default, and an inline script that sphinx-thebe adds twice
   (a ``const`` declared twice is a SyntaxError) is kept once.
@@ -40,8 +41,40 @@ def _offer_ipynb(app, pagename, templatename, context, doctree):
         return
     target = Path(app.outdir) / "_sources" / (pagename + ".ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(executed, target)
+    merged = _with_cached_outputs(app, executed)
+    if merged is None:
+        shutil.copy2(executed, target)
+    else:
+        import nbformat
+
+        nbformat.write(merged, str(target))
     context["ipynb_source"] = pagename + ".ipynb"
+
+
+def _with_cached_outputs(app, executed):
+    """The executed notebook with its outputs taken from the execution cache, when myst-nb wrote it
+    without any (it does for a page whose text changed but whose code did not: the page itself is
+    rendered from the cache, but the notebook it writes has no outputs); None when it has outputs."""
+    import nbformat
+
+    nb = nbformat.read(str(executed), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if not code or any(c.get("outputs") for c in code):
+        return None
+    config = getattr(app.env, "mystnb_config", None)  # myst-nb resolves the cache folder there
+    cache_path = getattr(config, "execution_cache_path", "") if config is not None else ""
+    if not cache_path:
+        return None
+    from jupyter_cache import get_cache
+
+    try:
+        _, merged = get_cache(cache_path).merge_match_into_notebook(nb)
+    except KeyError:  # no cached run of this code: the notebook really has no outputs
+        return None
+    for cell in merged.cells:  # glue()'s hidden outputs, which myst-nb leaves out of a fresh build's copy
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if "scrapbook" not in o.get("metadata", {})]
+    return merged
 
 
 def _theme_defaults(app, config):

@@ -210,3 +210,48 @@ def test_break_it_reports_named_by_the_debugging_guide_are_printed(built_book):
         if absent:
             missing[ch] = sorted(absent)
     assert not missing, f"reports the debugging guide promises but the chapters do not print: {missing}"
+
+
+TINY_PAGE = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+# A page
+
+{text}
+
+```{{code-cell}} ipython3
+print("the output the download must keep")
+```
+"""
+
+
+@pytest.mark.slow
+def test_a_page_rebuilt_from_the_cache_still_offers_its_outputs(tmp_path):
+    """myst-nb writes a page's notebook without outputs when it renders the page from the execution
+    cache (its text changed, its code did not); book_sphinx puts the cached outputs back into the
+    .ipynb the page offers. A one-page book, built twice: the second build edits only text."""
+    (tmp_path / "_config.yml").write_text(
+        "title: tiny\nonly_build_toc_files: true\nexecute:\n  execute_notebooks: cache\n"
+        "sphinx:\n  extra_extensions:\n    - gemm_kernels.book_sphinx\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: page\n")
+    page = tmp_path / "page.md"
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("MPLBACKEND", None)
+    outputs = []
+    for text in ("First words.", "Other words, same code."):
+        page.write_text(TINY_PAGE.format(text=text))
+        proc = subprocess.run(_jupyter_book_cmd() + ["build", str(tmp_path)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        nb = json.loads((tmp_path / "_build" / "html" / "_sources" / "page.ipynb").read_text())
+        outputs.append(json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"]))
+    assert "Using cached notebook" in proc.stdout + proc.stderr  # the second build took the cached path
+    assert "the output the download must keep" in outputs[0]
+    assert outputs[1] == outputs[0]
