@@ -32,14 +32,15 @@ from .host import GROUP, tma_launch
 
 CTA_M, CTA_N, BLOCK_K, MMA_K = 128, 128, 64, 16
 CONSUMERS = 2
-CLUSTER_M, CLUSTER_N = 2 * 256, 256
+CONSUMER_M, CONSUMER_N = 256, 256  # one consumer's tile: M = 256 cta_group::2 MMAs over the pair, N = 256
+CLUSTER_M, CLUSTER_N = CONSUMERS * CONSUMER_M, CONSUMER_N
 THREADS = 384
 TILE_BYTES = CTA_M * BLOCK_K * 2
 STAGE_TILES = CONSUMERS + 1  # A block per consumer + the shared B block
-TMEM_COLS = 512  # consumer c owns columns [256 c, 256 c + 256)
+TMEM_COLS = CONSUMERS * CONSUMER_N  # consumer c owns columns [256 c, 256 c + 256)
 STAGING_BUFFERS = 2  # per writeback warpgroup: 2 x 2 x 8 KiB next to 4 stages of 48 KiB = 224 KiB
-SUBTILES = 256 // SUBTILE_COLS  # per consumer tile: 8, a multiple of STAGING_BUFFERS
-IDESC = make_instr_desc(256, 256, cta_group=2)
+SUBTILES = CONSUMER_N // SUBTILE_COLS  # per consumer tile: 8, a multiple of STAGING_BUFFERS
+IDESC = make_instr_desc(CONSUMER_M, CONSUMER_N, cta_group=2)
 DEFAULT_DEPTH = 4
 EMULATOR_CLUSTERS = 2
 PRODUCER_WARP, MMA_WARP0 = 8, 9
@@ -112,7 +113,7 @@ def make_kernel(depth, group=GROUP):
             t = cluster
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                a_row = m_idx * CLUSTER_M + rank * CTA_M  # consumer 0's rows; consumer 1's: + 256
+                a_row = m_idx * CLUSTER_M + rank * CTA_M  # consumer 0's rows; consumer 1's: + CONSUMER_M
                 b_row = n_idx * CLUSTER_N + rank * CTA_N
                 k0 = uint32(0)
                 while k0 < k_end:
@@ -123,7 +124,8 @@ def make_kernel(depth, group=GROUP):
                         leader_tma2mma = pipeline.barrier(leader_tma2mma0, stage)
                         a_stage = pipeline.stage_buffer(base + A0, stage, A_STAGE_BYTES)
                         for c in range(CONSUMERS):
-                            ptx.tma_load_2d_cg2(a_stage + c * TILE_BYTES, tmap_a, k0, a_row + c * 256, leader_tma2mma)
+                            ptx.tma_load_2d_cg2(a_stage + c * TILE_BYTES, tmap_a, k0, a_row + c * CONSUMER_M,
+                                                leader_tma2mma)
                         ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, k0, b_row,
                                             leader_tma2mma)
                     stage, phase = pipeline.advance(stage, phase, DEPTH)
@@ -140,7 +142,7 @@ def make_kernel(depth, group=GROUP):
                 stage = uint32(0)
                 phase = uint32(0)
                 acc_phase = uint32(1)
-                d_tmem = tmem + 256 * c
+                d_tmem = tmem + CONSUMER_N * c
                 t = cluster
                 while t < num_tiles:
                     pipeline.wait(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator
@@ -173,13 +175,13 @@ def make_kernel(depth, group=GROUP):
                 ptx.fence_proxy_tensormap_acquire(tmap_d)
                 ptx.prefetch_tensormap(tmap_d)
             chunks = subtile_row_chunks(subtile_row(staging, row))  # this thread's row, buffer 0
-            lanes = tmem + ((32 * (warp % 4)) << 16) + 256 * c
+            lanes = tmem + ((32 * (warp % 4)) << 16) + CONSUMER_N * c
             acc_phase = uint32(0)
             t = cluster
             while t < num_tiles:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
-                row0 = ptx.warp_uniform(m_idx * CLUSTER_M + c * 256 + rank * CTA_M)
+                row0 = ptx.warp_uniform(m_idx * CLUSTER_M + c * CONSUMER_M + rank * CTA_M)
                 ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD0, c), acc_phase)  # a whole tile's MMAs: sleep
                 acc_phase ^= uint32(1)
                 ptx.tcgen05_fence_after()
