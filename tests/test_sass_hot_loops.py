@@ -90,7 +90,9 @@ CUTLASS_CONFIG = {7: "1-CTA", 8: "2-CTA", 9: "2-CTA"}  # chapter 7 runs one CTA 
 TARGET_RATIO = 1.1
 
 
-def test_cutlass_table_is_the_reference():
+def test_cutlass_table_matches_the_figures_copied_from_the_reference():
+    """sass_loops' CUTLASS table (which the chapters print) equals the figures copied above from the
+    reference file; the file itself lives outside the repository and is not read here."""
     from gemm_kernels.sass_loops import CUTLASS_HOT_LOOPS, CUTLASS_LOADS_PER_STAGE
 
     assert CUTLASS_HOT_LOOPS == CUTLASS_REFERENCE and CUTLASS_LOADS_PER_STAGE == 2
@@ -99,7 +101,7 @@ def test_cutlass_table_is_the_reference():
 @needs_nvdisasm
 @pytest.mark.parametrize("chapter", sorted(CUTLASS_CONFIG))
 def test_hot_loops_within_target_of_cutlass(chapter):
-    from gemm_kernels.sass_loops import chapter_hot_loops
+    from gemm_kernels.sass_loops import chapter_hot_loops, chapter_loads_per_stage
 
     hls, _, b = chapter_hot_loops(chapter)
     ref = CUTLASS_REFERENCE[CUTLASS_CONFIG[chapter]]
@@ -114,7 +116,7 @@ def test_hot_loops_within_target_of_cutlass(chapter):
     assert len(ours) == 3, f"chapter {chapter}: hot loops found: {sorted(ours)}"
     over = {k: f"{v:.1f} > {limit[k]:.1f}" for k, v in ours.items() if v > limit[k]}
     assert not over, (f"chapter {chapter}: past {TARGET_RATIO}x CUTLASS {CUTLASS_CONFIG[chapter]}: {over}\n"
-                      + report(b.sass, 3 if chapter == 9 else 2))
+                      + report(b.sass, chapter_loads_per_stage(chapter)))
 
 
 def test_per_load_figure():

@@ -19,27 +19,28 @@ _ROOT = os.path.dirname(_PKG)
 _HELPERS = tuple(os.path.join(_PKG, *p) for p in (("pipeline.py",), ("kernels", "epilogue.py"),
                                                    ("kernels", "tmem_lifecycle.py"), ("kernels", "tile_copy.py")))
 
-_internal_code = {}  # code object -> bool (is it emulator/PTX-twin/library code?)
-_helper_code = {}  # code object -> bool (is it a shared device helper?)
+_INTERNAL_CODE, _HELPER_CODE, _KERNEL_CODE = 0, 1, 2
+_code_kind = {}  # code object -> one of the three kinds above
 _site_ids = {}  # (code, line[, helper code, helper line]) -> id
 _site_text = ["(unknown site)"]  # id -> "module:line"
 
 
-def _is_internal(code):
-    v = _internal_code.get(code)
+def _kind(code):
+    """Emulator / PTX-twin / library code, a shared device helper, or kernel code."""
+    v = _code_kind.get(code)
     if v is None:
         f = code.co_filename
         # ("<variant of ...>": a kernel edited by book_helpers.variant is kernel code; "<frozen ...>" is not)
-        v = f.startswith(_INTERNAL) or "site-packages" in f or (f.startswith("<") and not f.startswith("<variant"))
-        _internal_code[code] = v
+        if f.startswith(_INTERNAL) or "site-packages" in f or (f.startswith("<") and not f.startswith("<variant")):
+            v = _INTERNAL_CODE
+        else:
+            v = _HELPER_CODE if f.startswith(_HELPERS) else _KERNEL_CODE
+        _code_kind[code] = v
     return v
 
 
-def _is_helper(code):
-    v = _helper_code.get(code)
-    if v is None:
-        v = _helper_code[code] = code.co_filename.startswith(_HELPERS)
-    return v
+def _is_internal(code):
+    return _kind(code) == _INTERNAL_CODE
 
 
 def _where(code, line):
@@ -65,13 +66,16 @@ def site(depth=1):
     called the caller."""
     f = sys._getframe(depth + 1)
     helper = None
+    kinds = _code_kind
     while f is not None:
         code = f.f_code
-        if not _is_internal(code):
-            if not _is_helper(code):
-                return intern(code, f.f_lineno) if helper is None else intern(code, f.f_lineno, *helper)
-            if helper is None:  # the innermost helper line: the operation itself
-                helper = (code, f.f_lineno)
+        kind = kinds.get(code)
+        if kind is None:
+            kind = _kind(code)
+        if kind == _KERNEL_CODE:
+            return intern(code, f.f_lineno) if helper is None else intern(code, f.f_lineno, *helper)
+        if kind == _HELPER_CODE and helper is None:  # the innermost helper line: the operation itself
+            helper = (code, f.f_lineno)
         f = f.f_back
     return intern(*helper) if helper is not None else 0
 
