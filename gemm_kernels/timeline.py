@@ -32,7 +32,7 @@ from matplotlib.patches import Patch
 
 DPI = 150
 MIN_FONT = 10
-WIDTH_IN = 9.0
+WIDTH_IN = 7.0
 #: the narrowest bar drawn, as a share of the panel's time span
 MIN_BAR = 0.004
 

@@ -29,6 +29,10 @@ class Event:
 class Trace:
     events: list = field(default_factory=list)
     source: str = "emulator (virtual clock: a model, not a measurement)"
+    #: CTA and cluster barrier waits (``bar.sync``/``bar.arrive`` on a named barrier, the cluster
+    #: barrier), kept apart from ``events`` so that the timelines draw what they drew before; the
+    #: structure diagrams and the trace view's warp states read them
+    syncs: list = field(default_factory=list)
 
     def add(self, **kw):
         self.events.append(Event(**kw))

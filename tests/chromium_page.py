@@ -47,7 +47,8 @@ def load(url, expressions=(), *, settle_s=2.0, timeout_s=60.0, screenshot=None, 
     proc = subprocess.Popen(
         [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-         f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
+         f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*",
+         "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         ws_url = None

@@ -259,6 +259,18 @@ class Warp(Waitable):
                                       f"at {c.op}")
 
 
+def trace_sync(thread, op, start, name, threads):
+    """Record a CTA or cluster barrier operation of ``thread``'s warp (lane 0 speaks for it) in the
+    trace's ``syncs`` (not its events: the timelines draw what they drew before)."""
+    tr = thread.launch.trace
+    if tr is not None and thread.lane == 0:
+        from ..trace import Event
+
+        tr.syncs.append(Event(lane=thread.warp_role(), op=op, start=costmodel.cycles_to_ns(start),
+                              end=costmodel.cycles_to_ns(thread.clock), cta=thread.cta.linear,
+                              warp=thread.warp.index, detail=name, extra={"threads": int(threads)}))
+
+
 class NamedBarrier(Waitable):
     def __init__(self, cta, ident):
         super().__init__(cta.launch.scheduler)
@@ -302,6 +314,7 @@ class NamedBarrier(Waitable):
         self.clock = max(self.clock, thread.clock)
         self.sp.release(thread)
         self._maybe_join(w)
+        start = thread.clock
         if wait:
             self.cta.launch.scheduler.block(
                 self, lambda: joined[0] is not None and self.generation > joined[0],
@@ -311,6 +324,7 @@ class NamedBarrier(Waitable):
                         + ")")
             thread.clock = max(thread.clock, self.release_clock)
             self.released[joined[0]].acquire(thread, lambda: f"bar.sync {self.ident}")
+        trace_sync(thread, "bar.sync" if wait else "bar.arrive", start, f"named barrier {self.ident}", count)
 
     def _maybe_join(self, w):
         pend = self.warp_pending.get(w.index)
@@ -492,6 +506,7 @@ class Cluster(Waitable):
         if getattr(thread, "cluster_arrived_gen", None) == self.bar_generation:
             raise EmulatorError(f"{thread} arrived twice on the cluster barrier without waiting in between")
         thread.cluster_arrived_gen = self.bar_generation
+        trace_sync(thread, "cluster.arrive", thread.clock, "cluster barrier", self.live)
         self.bar_sp.release(thread)
         self.bar_arrived += 1
         self.bar_clock = max(self.bar_clock, thread.clock)
@@ -514,8 +529,10 @@ class Cluster(Waitable):
                                     lambda: f"at the cluster barrier ({self.bar_arrived} of {self.live} "
                                             f"threads arrived)")
         thread.cluster_arrived_gen = None
+        start = thread.clock
         thread.clock = max(thread.clock, self.release_clock)
         self.bar_released[gen].acquire(thread, lambda: "the cluster barrier (barrier.cluster.wait)")
+        trace_sync(thread, "cluster.wait", start, "cluster barrier", self.size * len(self.ctas[0].threads))
 
     # -- clock slots, for reports --------------------------------------------------------------------
     def is_warp_slot(self, slot):

@@ -129,12 +129,13 @@ class TmaLoad(AsyncOp):
         if dst_cta is not thread.cta:
             dst_cta.remote_access(thread, self.slot, int(self.vc[self.slot]), self.site, "a TMA load (DSMEM)")
         thread.event(thread.warp_role(), "tma.issue", thread.clock, thread.clock + 1, barrier=bar.name,
-                     nbytes=tmap.box_bytes)
+                     nbytes=tmap.box_bytes, extra={"bar_cta": bar.cta.linear})
         if thread.launch.trace is not None:
             thread.launch.trace.add(lane=f"CTA {thread.cta.linear} TMA" if thread.launch.multi_cta else "TMA unit",
                                     op="tma.load", start=costmodel.cycles_to_ns(self.start),
                                     end=costmodel.cycles_to_ns(self.end), cta=thread.cta.linear,
-                                    barrier=bar.name, nbytes=tmap.box_bytes, detail=label)
+                                    barrier=bar.name, nbytes=tmap.box_bytes, detail=label,
+                                    extra={"bar_cta": bar.cta.linear})
 
     def execute(self):
         if self.cta.launch.timing:  # timing mode: the write's hazard bookkeeping only

@@ -41,7 +41,8 @@ def _arrive(t, bar_addr, nbytes, what):
         bar.expect_tx(int(nbytes), at=t.clock, thread=t, site=_site())
     bar.arrive(t, 1, at=t.clock)
     if t.lane == 0 or nbytes:
-        t.event(_role(t), "arrive", t.clock, t.clock + 1, barrier=bar.name, phase=bar.completed, nbytes=int(nbytes))
+        t.event(_role(t), "arrive", t.clock, t.clock + 1, barrier=bar.name, phase=bar.completed, nbytes=int(nbytes),
+                extra={"bar_cta": bar.cta.linear})
     t.advance()
 
 
@@ -121,7 +122,8 @@ def _wait(bar_addr, parity, scope):
     done_at = bar.consume(t, parity)
     t.clock = max(t.clock, done_at + costmodel.BARRIER_LATENCY_CYCLES)
     if t.lane == 0:
-        t.event(_role(t), "wait", start, t.clock, barrier=bar.name, phase=bar.completed - 1)
+        t.event(_role(t), "wait", start, t.clock, barrier=bar.name, phase=bar.completed - 1,
+                extra={"parity": parity})
     return 1
 
 

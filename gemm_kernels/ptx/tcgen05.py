@@ -191,7 +191,8 @@ def _commit(bar, mask, group):
     t.unretired_mma = []
     op.predecessor = t.last_mma
     t.scheduler.submit(op)
-    t.event(t.warp_role(), "commit", t.clock, t.clock + 1, barrier=bars[0].name)
+    t.event(t.warp_role(), "commit", t.clock, t.clock + 1, barrier=bars[0].name,
+            extra={"bar_ctas": [b.cta.linear for b in bars]})
     t.advance()
 
 
