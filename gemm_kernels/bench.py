@@ -480,13 +480,25 @@ def plot(rep: Report, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig = figure(rep)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def figure(rep: Report):
+    """The bar chart of a report, page-wide with its text at ``timeline.MIN_FONT`` as displayed."""
+    import matplotlib.pyplot as plt
+
+    from .timeline import DPI, MIN_FONT, WIDTH_IN
+
     model = rep.kind == "model"
     names = []
     for r in rep.results:
         if r.name not in names:
             names.append(r.name)
     shapes = sorted({(r.m, r.n, r.k) for r in rep.results}, key=lambda s: s[0] * s[1] * s[2])
-    fig, ax = plt.subplots(figsize=(10, 4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 4.2), dpi=DPI, layout="constrained")
     width = 0.8 / max(1, len(shapes))
     for j, shape in enumerate(shapes):
         xs, ys = [], []
@@ -497,17 +509,16 @@ def plot(rep: Report, path):
                     ys.append(r.tflops)
         ax.bar(xs, ys, width=width, label="x".join(map(str, shape)))
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names, rotation=0, fontsize=8)
-    ax.set_ylabel("model TFLOP/s (virtual clock)" if model else "TFLOP/s (median)")
+    ax.set_xticklabels(names, rotation=45, ha="right", fontsize=MIN_FONT)
+    ax.tick_params(labelsize=MIN_FONT)
+    ax.set_ylabel("model TFLOP/s (virtual clock)" if model else "TFLOP/s (median)", fontsize=MIN_FONT)
     title = (MODEL_LABEL if model else f"{rep.label}: {PROTOCOL['statistic']}, L2 flushed, fp16 uniform[-1,1)")
-    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_title(title, fontsize=MIN_FONT, loc="left", wrap=True)
     if len(shapes) > 1 or not model:
-        ax.legend(fontsize=7, title="M x N x K", title_fontsize=7)
+        ax.legend(fontsize=MIN_FONT, title="M x N x K", title_fontsize=MIN_FONT)
     ax.grid(axis="y", color="#dddddd", lw=0.5)
     ax.set_axisbelow(True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def write_json(rep: Report, path):

@@ -32,7 +32,13 @@ from matplotlib.patches import Patch
 
 DPI = 150
 MIN_FONT = 10
+#: a page-wide figure: drawn this wide, it is shown at ``DISPLAY_PX`` with its text at the size it
+#: was set in (10 pt stays 10 pt); a wider figure would be scaled down, and its text with it
 WIDTH_IN = 7.0
+#: the width (CSS px) at which the book shows a page-wide figure: the content column of a 1280-px
+#: window (sphinx-book-theme, measured in headless Chromium); a figure wider than this in pixels is
+#: scaled down to it
+DISPLAY_PX = 688
 #: the narrowest bar drawn, as a share of the panel's time span
 MIN_BAR = 0.004
 
@@ -124,6 +130,23 @@ def _select(trace, lanes, max_ctas):
             raise ValueError(f"lanes {missing} are not in the trace; it has {present}")
     wanted = set(lanes)
     return [e for e in events if lane_name(e.lane) in wanted], list(lanes)
+
+
+def displayed_points(fig, size_pt, dpi=None):
+    """The size at which a page shows text of ``size_pt`` points in ``fig`` saved at ``dpi`` (the
+    figure's own by default, as the notebook's inline backend saves it): the PNG is scaled down to
+    ``DISPLAY_PX`` when it is wider, and a CSS point is 96/72 px."""
+    dpi = dpi or fig.dpi
+    natural = fig.get_figwidth() * dpi
+    return size_pt * dpi / 96 * min(1.0, DISPLAY_PX / natural)
+
+
+def smallest_displayed_text(fig, dpi=None):
+    """(points as displayed, text) of the smallest visible text in ``fig``."""
+    from matplotlib.text import Text
+
+    texts = [t for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
+    return min(((displayed_points(fig, t.get_fontsize(), dpi), t.get_text()) for t in texts), default=(99, ""))
 
 
 def _display_name(lane, strip_cta):

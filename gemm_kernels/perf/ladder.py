@@ -54,7 +54,10 @@ def ladder_figure(*, model, measured=None, sizes=(4096, 8192)):
     series = (("model (MODEL, not a measurement)", model["results"], "#4c72b0", "o"),
               ("published: CMU TIRx on a B200 (theirs)", pub_rows, "#dd8452", "s"),
               ("measured on your B200", measured or [], "#55a868", "^"))
-    fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 3.6), layout="constrained", sharey=True)
+    from ..timeline import DPI, MIN_FONT, WIDTH_IN
+
+    fs = MIN_FONT  # page-wide at WIDTH_IN: shown at the size set (tests/test_legibility.py)
+    fig, axes = plt.subplots(1, len(sizes), figsize=(WIDTH_IN, 4.6), dpi=DPI, layout="constrained", sharey=True)
     axes = list(axes) if len(sizes) > 1 else [axes]
     xs = range(len(RUNGS))
     for ax, size in zip(axes, sizes):
@@ -63,12 +66,14 @@ def ladder_figure(*, model, measured=None, sizes=(4096, 8192)):
             pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=label, lw=1.2)
         ax.set_xticks(list(xs))
-        ax.set_xticklabels([r[0] for r in RUNGS], fontsize=7, rotation=20)
-        ax.set_title(f"{size}^3 fp16, TFLOP/s", fontsize=9)
+        ax.set_xticklabels([r[0] for r in RUNGS], fontsize=fs, rotation=60)
+        ax.set_title(f"{size}^3 fp16, TFLOP/s", fontsize=fs)
         ax.grid(color="#dddddd", lw=0.5)
-        ax.set_xlabel("chapter (step of the ladder)", fontsize=8)
-    axes[0].set_ylabel("TFLOP/s")
-    axes[0].legend(fontsize=7, loc="upper left")
+        ax.set_xlabel("chapter (step of the ladder)", fontsize=fs)
+        ax.tick_params(labelsize=fs)
+    axes[0].set_ylabel("TFLOP/s", fontsize=fs)
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=fs, loc="outside lower center", ncol=1,
+               frameon=False)
     return fig
 
 
