@@ -148,3 +148,24 @@ def test_overlap_check_can_fail():
     ax.text(0.5, 0.5, "another label")
     assert overlaps(fig)
     plt.close(fig)
+
+
+def test_pair_picture_from_the_trace(step8):
+    """Chapter 8's pair picture: CTA r holds rows 128 r .. 128 r + 127 of A and of B, each CTA's
+    TMEM holds its half of D in both accumulators, and the crossings are the remote arrivals."""
+    from gemm_kernels import pair_view
+    from gemm_kernels.kernels import v8_two_cta as v8
+
+    trace, log = step8
+    lay = pair_view.pair_layout(trace, log)
+    assert lay.rows == {(r, op): (v8.CTA_M * r, v8.CTA_M) for r in (0, 1) for op in "AB"}
+    assert (lay.m, lay.n, lay.issuer) == (v8.CLUSTER_M, v8.CLUSTER_N, 0)
+    assert lay.accumulators == [v8.ACC_COLS * a for a in range(v8.DEFAULT_ACC_STAGES)]
+    assert {(s, d, t.split(" -> ")[1]) for s, d, t in lay.crossing} == {
+        (1, 0, "tma2mma[s]"), (1, 0, "ld2mma[s]"), (0, 1, "mma2tma[s]"), (0, 1, "mma2ld[s]")}
+    fig = pair_view.draw_pair(lay, title="t")
+    assert not overlaps(fig), overlaps(fig)
+    assert timeline.smallest_displayed_text(fig)[0] >= 10
+    plt.close(fig)
+    with pytest.raises(ValueError, match="cta_group::2"):
+        pair_view.pair_layout(*_run(5, (128, 128, 64), pipe_depth=2))

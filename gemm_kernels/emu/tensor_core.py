@@ -175,7 +175,10 @@ class Mma(AsyncOp):
         if tr is not None:
             tr.add(lane=f"CTA {leader.linear} tensor core" if thread.launch.multi_cta else "tensor core", op="mma",
                    start=costmodel.cycles_to_ns(self.start), end=costmodel.cycles_to_ns(self.end), cta=leader.linear,
-                   flops=2 * self.m * self.n * 16)
+                   flops=2 * self.m * self.n * 16,
+                   extra={"ctas": [c.linear for c in ctas], "m": self.m, "n": self.n, "d_col": self.d_col,
+                          "a": [c.smem.name_of(int(self.a_addr.min())) for c in ctas],
+                          "b": [c.smem.name_of(int(self.b_addr.min())) for c in ctas]})
 
     def _check_tmem_order(self, cta, thread):
         """The accumulator's columns: every earlier tcgen05.ld of them must be ordered before this MMA

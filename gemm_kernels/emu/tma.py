@@ -135,7 +135,9 @@ class TmaLoad(AsyncOp):
                                     op="tma.load", start=costmodel.cycles_to_ns(self.start),
                                     end=costmodel.cycles_to_ns(self.end), cta=thread.cta.linear,
                                     barrier=bar.name, nbytes=tmap.box_bytes, detail=label,
-                                    extra={"bar_cta": bar.cta.linear})
+                                    extra={"bar_cta": bar.cta.linear, "map": tmap.name, "col": int(c0),
+                                           "row": int(c1), "box": tmap.box, "into": dst_cta.linear,
+                                           "region": dst_cta.smem.name_of(dst_off)})
 
     def execute(self):
         if self.cta.launch.timing:  # timing mode: the write's hazard bookkeeping only
