@@ -96,6 +96,13 @@ def _scripts_once(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    import os
+
+    from .trace_view import BOOK_BUILD_ENV
+
+    # the kernels that execute the pages inherit this: their trace views rely on the one copy of
+    # plotly.js the site loads, instead of carrying their own
+    os.environ[BOOK_BUILD_ENV] = "1"
     app.connect("config-inited", _theme_defaults)
     # after myst-nb adds its per-page scripts (priority 500, registered earlier), and before any
     # handler that returns a template name (html-page-context stops at the first one that does)

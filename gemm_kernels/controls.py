@@ -1,7 +1,8 @@
 """Controls for a live notebook: pipe depth, completion policy and seed, and shape, each of which
 re-runs the chapter's kernel on the emulator and redraws its timeline (``ipywidgets``).
 
-In the built book the same output shows the timeline of the first settings as a plain figure: the
+A live notebook shows the timeline of the first settings at once, inside the widgets. In the built
+book the same output shows it as a plain figure: the
 output carries both the widgets and a PNG, and ``_config.yml`` tells myst-nb to prefer the PNG
 (``nb_mime_priority_overrides``) and to load no widget JavaScript (``nb_ipywidgets_js``), so the
 page stays offline. JupyterLab prefers the widgets.
@@ -79,6 +80,11 @@ def controls(chapter, shapes, *, depths=None, max_ctas=1, title=""):
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
+    # the first settings' timeline is in the widget from the start: after Run All a live notebook
+    # shows it at once, as the page does (it was empty until a knob changed)
+    from IPython.display import Image
+
+    out.append_display_data(Image(data=buf.getvalue(), format="png"))
     for knob in knobs:
         knob.observe(redraw, names="value")
     box = w.VBox([w.HBox(knobs[:2]), w.HBox(knobs[2:]), out])

@@ -70,6 +70,7 @@ class Barrier:
     cta: int | None = 0  # the CTA that holds it (None: the cluster barrier)
     kind: str = "mbarrier"  # "mbarrier", "named", "cluster", "bulk"
     stages: int = 1  # barriers of a ring drawn as this one
+    members: list = field(default_factory=list)  # the barriers' own names ("tma2mma[0]", ...)
     arrivals: list = field(default_factory=list)  # Arrival
     waiters: dict = field(default_factory=dict)  # lane -> warps that wait on it
 
@@ -207,9 +208,9 @@ def handoffs(trace, log, cta=0, *, ctas=None, only=None):
         if len({m[5] for m in ms}) == 1:
             c, name, st, arr, wait, _ = ms[0]
             out.append(Barrier(g, st.expected, min(m[2].phase for m in ms), cta=c, stages=len(ms),
-                               arrivals=arr, waiters=wait))
+                               arrivals=arr, waiters=wait, members=[m[1] for m in ms]))
         else:
-            out += [Barrier(name, st.expected, st.phase, cta=c, arrivals=arr, waiters=wait)
+            out += [Barrier(name, st.expected, st.phase, cta=c, arrivals=arr, waiters=wait, members=[name])
                     for c, name, st, arr, wait, _ in ms]
     for b in out:
         b.waiters = _all_warps(b.waiters, trace, ctas, many)
@@ -237,7 +238,7 @@ def _syncs(trace, ctas, show, many):
             uses[(e.cta, e.warp)] += 1
     total = max(uses.values(), default=0)
     by = defaultdict(lambda: defaultdict(lambda: defaultdict(set)))
-    threads, rounds = {}, defaultdict(lambda: defaultdict(int))
+    threads, rounds, syncname = {}, defaultdict(lambda: defaultdict(int)), {}
     for e in syncs:
         cluster = e.detail == "cluster barrier"
         name = e.detail.replace("named barrier", "named bar")
@@ -248,6 +249,7 @@ def _syncs(trace, ctas, show, many):
                     f"CTA barrier, {'second' if total == 2 else 'last'} use" if k == total - 1 else
                     "CTA barrier, between")
         key = (None if cluster else e.cta, name)
+        syncname[key] = e.detail
         threads[key] = e.extra["threads"]
         rounds[key][(e.cta, e.warp)] += e.op.endswith(("sync", "wait"))
         everyone = cluster or e.extra["threads"] == _threads_of(trace, e.cta)
@@ -260,7 +262,7 @@ def _syncs(trace, ctas, show, many):
     for key, parts in by.items():
         c, name = key
         b = Barrier(name, threads[key], max(rounds[key].values(), default=0), cta=c,
-                    kind="cluster" if c is None else "named")
+                    kind="cluster" if c is None else "named", members=[syncname[key]])
         for lane, warps in parts["arrive"].items():
             b.arrivals.append(Arrival(lane, "arrive", warps=len(warps)))
         b.waiters = {lane: len(w) for lane, w in parts["wait"].items()}
@@ -430,7 +432,23 @@ def draw_structure(barriers, title=""):
     if title:
         ax.text(X["l0"], -head + 0.2, title, ha="left", va="top", fontsize=fs + 1)
     fig.structure_barriers = barriers
+    fig.structure_boxes = {id(b): (X["b0"], top_b[id(b)], X["b1"], top_b[id(b)] + bh[id(b)]) for b in barriers}
+    fig.structure_axes = ax
     return fig
+
+
+def barrier_boxes(fig):
+    """[(cta or None, member names, (left, top, right, bottom) as fractions of the figure)] of each
+    barrier node of a figure from ``draw_structure`` (the trace view highlights them)."""
+    ax = fig.structure_axes
+    fig.canvas.draw()
+    w, h = fig.canvas.get_width_height()
+    out = []
+    for b in fig.structure_barriers:
+        x0, y0, x1, y1 = fig.structure_boxes[id(b)]
+        (px0, py0), (px1, py1) = ax.transData.transform([(x0, y0), (x1, y1)])
+        out.append((b.cta, list(b.members), (px0 / w, 1 - py0 / h, px1 / w, 1 - py1 / h)))
+    return out
 
 
 def _wrap(lane):

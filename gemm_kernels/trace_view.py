@@ -23,9 +23,6 @@ from dataclasses import dataclass, field
 
 from . import timeline
 
-#: the most slider positions a view offers (evenly chosen among the barrier changes)
-MAX_STEPS = 120
-
 
 @dataclass
 class BarrierLog:
@@ -111,10 +108,28 @@ def _hover(e, lane):
     return "<br>".join(parts)
 
 
-class TraceView:
-    """A trace as an interactive plotly figure with a barrier-state time cursor."""
+#: where the page's JavaScript finds plotly: the book loads it once from _static (``book_sphinx``
+#: sets this variable for the kernels that execute the pages); a live notebook gets it inline, once
+BOOK_BUILD_ENV = "GEMM_KERNELS_BOOK_BUILD"
+_PLOTLY_SENT = False
 
-    def __init__(self, trace, log=None, *, title="", max_ctas=1, lanes=None):
+#: warp states the cursor shows for an event that covers it (tick events: "issuing")
+_DOING = {"wait": "waiting on {barrier} (parity {parity})", "tma.load": "copying into {region}",
+          "mma": "computing an MMA", "tmem.ld": "tcgen05.ld, {detail}", "tma.store": "storing {nbytes} B",
+          "ld/st global": "ordinary global loads/stores", "arrive": "issuing an arrive on {barrier}",
+          "commit": "issuing tcgen05.commit to {barrier}", "tma.issue": "issuing a TMA load ({barrier})",
+          "bar.sync": "waiting at {detail}", "cluster.wait": "waiting at the cluster barrier",
+          "bar.arrive": "arriving at {detail}", "cluster.arrive": "arriving at the cluster barrier"}
+
+
+class TraceView:
+    """A trace as an interactive debugger: the plotly timeline with a time cursor that goes to any
+    instant (a slider, a time field, a click on the plot; the arrow keys step to the previous or
+    next event), and at the cursor every warp's and unit's state beside every mbarrier's phase,
+    pending arrivals and tx-count; a warp picked in the list highlights the barrier it waits on in
+    the run's structure diagram."""
+
+    def __init__(self, trace, log=None, *, title="", max_ctas=1, lanes=None, structure_fig=None):
         events, lanes = timeline._select(trace, lanes, max_ctas)
         for e in events:
             timeline.kind_of(e.op)
@@ -125,27 +140,85 @@ class TraceView:
         strip = len({e.cta for e in events}) == 1
         self.names = {lane: timeline._display_name(lane, strip) for lane in lanes}
         self.events = events
-        ctas = {e.cta for e in events}
-        self.steps = self._steps(log, ctas) if log is not None else []
+        self.ctas = sorted({e.cta for e in events})
+        self.syncs = [e for e in getattr(trace, "syncs", []) if e.cta in self.ctas
+                      and timeline.lane_name(e.lane) in self.names]
+        self.log = log
+        self.strip = strip
+        self.structure_fig = structure_fig
+        self.steps = self._steps(log, set(self.ctas)) if log is not None else []
 
     def _steps(self, log, ctas):
+        """[(ns, text, lines)]: every mbarrier's state after each change (the same replay the page's
+        script does, kept for tests and for a reader of the figure without JavaScript)."""
         states = [(ns, {k: v for k, v in st.items() if k[0] in ctas}) for ns, st in barrier_states(log)]
         states = [(max(0.0, ns - self.t0), st) for ns, st in states if st]
         everyone = max((len(st) for _, st in states), default=0)
         states = [(ns, st) for ns, st in states if len(st) == everyone]  # from the last init on
-        if len(states) > MAX_STEPS:
-            pick = sorted({round(i * (len(states) - 1) / (MAX_STEPS - 1)) for i in range(MAX_STEPS)})
-            states = [states[i] for i in pick]
         steps = []
         for ns, st in states:
-            width = max(len(name) for _, name in st)
-            lines = [f"{'CTA %d ' % cta if len(ctas) > 1 else ''}{name:<{width}}  {s.text()}"
+            lines = [f"{'CTA %d ' % cta if len(ctas) > 1 else ''}{name}  {s.text()}"
                      for (cta, name), s in sorted(st.items())]
-            steps.append((ns, f"<b>mbarriers at {ns:.0f} ns</b><br>" + "<br>".join(lines), len(lines)))
+            steps.append((ns, "<br>".join(lines), len(lines)))
         return steps
 
+    # -- what the cursor knows --------------------------------------------------------------------
+    def _label(self, lane):
+        return self.names[timeline.lane_name(lane)]
+
+    def _state_rows(self):
+        """[lane, start, end, state text, barrier key or ""] for every traced operation shown."""
+        rows = []
+        for e in self.events + self.syncs:
+            fields = {"barrier": e.barrier, "parity": e.extra.get("parity", (e.phase + 1) & 1),
+                      "region": e.extra.get("region", "shared memory"), "detail": e.detail.replace("cols", "columns"),
+                      "nbytes": e.nbytes}
+            text = _DOING[e.op].format(**fields)
+            key = ""
+            if e.op == "wait":
+                key = self._bar_key(e.cta, e.barrier)
+            elif e.op in ("bar.sync", "cluster.wait"):
+                key = self._bar_key(e.cta, e.detail) if e.op == "bar.sync" else "cluster barrier"
+            rows.append([self._label(e.lane), round(e.start - self.t0, 2), round(e.end - self.t0, 2), text, key])
+        return rows
+
+    def _bar_key(self, cta, name):
+        return name if self.strip else f"CTA {cta} {name}"
+
+    def debugger_data(self):
+        """What the page's script needs: the events as state rows, the mbarrier log, the event
+        boundaries the arrow keys step through, the structure diagram's barrier boxes."""
+        keys, changes = [], []
+        if self.log is not None:
+            for ns, _, (cta, name), what, value in sorted(self.log.changes, key=lambda c: (c[0], c[1])):
+                if cta not in self.ctas:
+                    continue
+                key = self._bar_key(cta, name)
+                if key not in keys:
+                    keys.append(key)
+                changes.append([round(max(0.0, ns - self.t0), 2), keys.index(key), what, value])
+        rows = self._state_rows()
+        times = sorted({r[1] for r in rows} | {r[2] for r in rows} | {c[0] for c in changes})
+        lanes = [self.names[lane] for lane in self.lanes]
+        data = {"span": round(self.span, 2), "lanes": lanes, "rows": rows, "keys": keys, "changes": changes,
+                "times": times}
+        if self.structure_fig is not None:
+            import base64
+            import io
+
+            from .structure import barrier_boxes
+
+            buf = io.BytesIO()
+            self.structure_fig.savefig(buf, format="png")
+            boxes = []
+            for cta, members, box in barrier_boxes(self.structure_fig):
+                names = [("cluster barrier" if cta is None else self._bar_key(cta, m)) for m in members]
+                boxes.append([names, [round(v, 4) for v in box]])
+            data["structure"] = {"png": base64.b64encode(buf.getvalue()).decode(), "boxes": boxes}
+        return data
+
     def figure(self):
-        """The plotly figure as a dict: {"data", "layout", "config"}."""
+        """The plotly figure as a dict: {"data", "layout", "config"} (the time cursor is shape 0)."""
         data = []
         y_of = {lane: self.names[lane] for lane in self.lanes}
         for op, kind in timeline.KINDS.items():
@@ -170,56 +243,131 @@ class TraceView:
         plot = 34 * rows + 20
         layout = {
             "title": {"text": self.title, "x": 0, "xanchor": "left", "y": 0.995, "yanchor": "top",
-                      "font": {"size": 14}},
-            "barmode": "overlay", "height": plot + 110 + 60, "margin": {"l": 130, "r": 20, "t": 110, "b": 60},
+                      "font": {"size": 15}},
+            "barmode": "overlay", "height": plot + 120 + 60, "margin": {"l": 150, "r": 20, "t": 120, "b": 60},
             "xaxis": {"title": {"text": self.source}, "range": [0, self.span * 1.01], "zeroline": False},
             "yaxis": {"type": "category", "categoryorder": "array",
                       "categoryarray": [y_of[lane] for lane in self.lanes], "autorange": "reversed"},
-            "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 12}},
-            "hovermode": "closest", "font": {"size": 12}, "dragmode": "zoom",
+            "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 13}},
+            "hovermode": "closest", "font": {"size": 13}, "dragmode": "zoom", "autosize": True,
+            "shapes": [{"type": "line", "xref": "x", "yref": "paper", "x0": 0, "x1": 0, "y0": 0, "y1": 1,
+                        "line": {"color": "#CC0000", "width": 1.5}}],
         }
-        if self.steps:
-            lines = max(n for _, _, n in self.steps) + 1
-            box = 17 * lines + 20
-            layout["height"] += 90 + box
-            layout["margin"]["b"] = 60 + 90 + box
-            first_ns, first_text, _ = self.steps[0]
-            layout["shapes"] = [{"type": "line", "xref": "x", "yref": "paper", "x0": first_ns, "x1": first_ns,
-                                 "y0": 0, "y1": 1, "line": {"color": "#CC0000", "width": 1.5}}]
-            layout["annotations"] = [{"xref": "paper", "yref": "paper", "x": 0, "y": 0, "yshift": -150,
-                                      "xanchor": "left", "yanchor": "top", "align": "left", "showarrow": False,
-                                      "text": first_text, "font": {"family": "monospace", "size": 11}}]
-            layout["sliders"] = [{
-                "active": 0, "y": 0, "yanchor": "top", "pad": {"t": 55}, "len": 1.0, "ticklen": 0,
-                "tickcolor": "rgba(0,0,0,0)", "font": {"color": "rgba(0,0,0,0)"},
-                "currentvalue": {"prefix": "time cursor (red line): ", "suffix": " ns",
-                                 "font": {"size": 12, "color": "#333333"}},
-                "steps": [{"label": f"{ns:.0f}", "method": "relayout",
-                           "args": [{"shapes[0].x0": ns, "shapes[0].x1": ns, "annotations[0].text": text}]}
-                          for ns, text, _ in self.steps]}]
         config = {"displaylogo": False, "responsive": True, "scrollZoom": False}
         return {"data": data, "layout": layout, "config": config}
 
     def _repr_html_(self):
+        global _PLOTLY_SENT
+        import os
+
         fig = self.figure()
-        payload = json.dumps(fig, separators=(",", ":"))
+        payload = json.dumps({"fig": fig, "dbg": self.debugger_data()}, separators=(",", ":"))
         ident = "gk-tv-" + hashlib.sha1(payload.encode()).hexdigest()[:12]
-        return (f'<div class="gk-interactive" id="{ident}" style="width:100%;min-height:'
-                f'{fig["layout"]["height"]}px"></div>\n'
-                "<script>(function(){var f=" + payload + ";"
-                f"function draw(){{var el=document.getElementById('{ident}');"
-                "if(!window.Plotly){el.textContent='This interactive view needs plotly.js, which the built book "
-                "loads from _static (in a notebook: the plotly renderer).';return;}"
-                "Plotly.newPlot(el,f.data,f.layout,f.config);}"
-                "if(document.readyState==='loading'){document.addEventListener('DOMContentLoaded',draw);}"
-                "else{draw();}})();</script>")
+        library = ""
+        if not os.environ.get(BOOK_BUILD_ENV) and not _PLOTLY_SENT:
+            # a live notebook has no copy of plotly.js on the page: send it once, inline (offline)
+            from .book_sphinx import plotly_js_path
+
+            library = "<script>" + plotly_js_path().read_text() + "</script>\n"
+            _PLOTLY_SENT = True
+        height = fig["layout"]["height"]
+        return (library + _HTML.replace("IDENT", ident).replace("HEIGHT", str(height))
+                + "<script>(function(){var P=" + payload + ";var ID='" + ident + "';" + _JS + "})();</script>")
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"application/vnd.plotly.v1+json": self.figure(), "text/html": self._repr_html_()}
+        # HTML only, on the page and in JupyterLab alike: the cursor and the state lists are the
+        # page's own script, and plotly's JupyterLab renderer (which resized the view to 29 px when
+        # the cursor moved) is not involved
+        return {"text/html": self._repr_html_()}
 
 
-def explore(chapter, a, b, *, title="", max_ctas=1, **config):
+_HTML = """<div class="gk-interactive gk-debugger" id="IDENT" tabindex="0" style="width:100%;font-size:14px;outline:none">
+<div class="gk-plot" style="width:100%;height:HEIGHTpx"></div>
+<div class="gk-controls" style="display:flex;align-items:center;gap:8px;margin:6px 0;font-size:14px">
+<button class="gk-prev" title="previous event (left arrow)">&#9664; event</button>
+<input class="gk-cursor" type="range" min="0" step="any" style="flex:1" aria-label="time cursor">
+<button class="gk-next" title="next event (right arrow)">event &#9654;</button>
+<label>t = <input class="gk-time" type="number" step="any" style="width:7em;font-size:14px"> ns</label>
+</div>
+<div style="font-size:13px;color:#555">Time cursor (red line): drag the slider, type a time, click the plot,
+or use the arrow keys (previous / next event). Pick a warp to highlight the barrier it waits on.</div>
+<div style="display:flex;flex-wrap:wrap;align-items:flex-start;gap:16px;font-size:14px">
+<table class="gk-warps" style="flex:1 1 380px;border-collapse:collapse"></table>
+<table class="gk-bars" style="flex:1 1 420px;border-collapse:collapse;font-family:monospace"></table>
+</div>
+<div class="gk-structure" style="position:relative;width:100%;max-width:720px;margin-top:8px"></div>
+</div>
+"""
+
+_JS = r"""
+var root=document.getElementById(ID),D=P.dbg,plot=root.querySelector('.gk-plot');
+var cur=root.querySelector('.gk-cursor'),num=root.querySelector('.gk-time');
+var picked=null,t=0;
+cur.max=D.span;root.dataset.times=JSON.stringify(D.times);
+if(!window.Plotly){plot.textContent='This interactive view needs plotly.js, which the built book loads from _static.';}
+else{Plotly.newPlot(plot,P.fig.data,P.fig.layout,P.fig.config);
+ plot.on('plotly_click',function(ev){if(ev.points&&ev.points.length){var p=ev.points[0];
+  go(p.base!==undefined?Number(p.base):Number(p.x));}});}
+var img=null,hl=null,sdiv=root.querySelector('.gk-structure');
+if(D.structure){img=document.createElement('img');img.src='data:image/png;base64,'+D.structure.png;
+ img.style.width='100%';img.alt='structure diagram';sdiv.appendChild(img);
+ hl=document.createElement('div');hl.className='gk-highlight';
+ hl.style.cssText='position:absolute;border:3px solid #CC0000;border-radius:6px;display:none;pointer-events:none';
+ sdiv.appendChild(hl);}
+function bars(at){var st={},i,c,s;for(i=0;i<D.changes.length;i++){c=D.changes[i];if(c[0]>at)break;
+ s=st[c[1]];if(c[2]==='init'||!s){s=st[c[1]]={phase:0,pending:c[2]==='init'?c[3]:1,expected:c[2]==='init'?c[3]:1,tx:0};
+  if(c[2]==='init')continue;}
+ if(c[2]==='arrive')s.pending-=c[3];else if(c[2]==='expect_tx')s.tx+=c[3];else if(c[2]==='complete_tx')s.tx-=c[3];
+ if(s.pending<=0&&s.tx===0){s.phase+=1;s.pending=s.expected;}}return st;}
+function warps(at){var out={},i,r,eps=1e-6;D.lanes.forEach(function(l){out[l]=null;});
+ for(i=0;i<D.rows.length;i++){r=D.rows[i];
+  if(r[1]-eps<=at&&(at<r[2]-eps||(r[2]-r[1]<1.01&&Math.abs(at-r[1])<eps))){
+   if(!out[r[0]]||r[3].indexOf('waiting')===0)out[r[0]]=r;}}return out;}
+function esc(x){return String(x).replace(/&/g,'&amp;').replace(/</g,'&lt;');}
+function render(){var w=warps(t),st=bars(t),h='<tr><th style="text-align:left">lane at '+t.toFixed(1)+' ns</th><th style="text-align:left">state</th></tr>';
+ D.lanes.forEach(function(l){var r=w[l],sel=(l===picked);
+  h+='<tr data-lane="'+esc(l)+'" style="cursor:pointer;'+(sel?'background:#FFE9E9':'')+'"><td style="padding:2px 8px">'+esc(l)+
+   '</td><td style="padding:2px 8px">'+(r?esc(r[3]):'<span style="color:#777">no traced operation (idle or computing)</span>')+'</td></tr>';});
+ root.querySelector('.gk-warps').innerHTML=h;
+ var waited=(picked&&w[picked])?w[picked][4]:'';
+ var b='<tr><th style="text-align:left">mbarrier</th><th>phase (parity)</th><th>pending / expected</th><th>tx-count</th></tr>';
+ D.keys.forEach(function(k,i){var s=st[i];if(!s)return;
+  b+='<tr class="gk-bar" data-key="'+esc(k)+'" style="'+(k===waited?'background:#FFE9E9;font-weight:bold':'')+'"><td style="padding:2px 8px">'+esc(k)+
+   '</td><td style="text-align:center">'+s.phase+' ('+(s.phase&1)+')</td><td style="text-align:center">'+s.pending+' / '+s.expected+
+   '</td><td style="text-align:center">'+s.tx+'</td></tr>';});
+ root.querySelector('.gk-bars').innerHTML=b;
+ root.querySelectorAll('.gk-warps tr[data-lane]').forEach(function(tr){tr.onclick=function(){
+  picked=(picked===tr.dataset.lane)?null:tr.dataset.lane;render();};});
+ if(hl){var box=null;if(waited){D.structure.boxes.forEach(function(bx){if(bx[0].indexOf(waited)>=0)box=bx[1];});}
+  if(box){hl.style.display='block';hl.style.left=(100*box[0])+'%';hl.style.top=(100*box[1])+'%';
+   hl.style.width=(100*(box[2]-box[0]))+'%';hl.style.height=(100*(box[3]-box[1]))+'%';}else hl.style.display='none';}
+ root.dataset.cursor=t;root.dataset.waited=waited;}
+function go(x){t=Math.max(0,Math.min(D.span,Number(x)||0));cur.value=t;num.value=t.toFixed(1);
+ if(window.Plotly&&plot.layout)Plotly.relayout(plot,{'shapes[0].x0':t,'shapes[0].x1':t});render();}
+function step(dir){var T=D.times,i;if(dir>0){for(i=0;i<T.length;i++)if(T[i]>t+1e-6)return go(T[i]);}
+ else{for(i=T.length-1;i>=0;i--)if(T[i]<t-1e-6)return go(T[i]);}}
+cur.addEventListener('input',function(){go(cur.value);});
+num.addEventListener('change',function(){go(num.value);});
+root.querySelector('.gk-prev').onclick=function(){step(-1);};
+root.querySelector('.gk-next').onclick=function(){step(1);};
+root.addEventListener('keydown',function(ev){if(ev.target===num)return;
+ if(ev.key==='ArrowRight'){step(1);ev.preventDefault();}else if(ev.key==='ArrowLeft'){step(-1);ev.preventDefault();}});
+root.gkGo=go;root.gkStep=step;root.gkPick=function(l){picked=l;render();};
+go(0);
+"""
+
+
+def explore(chapter, a, b, *, title="", max_ctas=1, structure=True, **config):
     """The interactive view of chapter ``chapter``'s kernel on ``a``, ``b`` (always the emulator:
-    the barrier states come from its model of the mbarriers)."""
+    the barrier states come from its model of the mbarriers), with the run's structure diagram
+    (``structure=False``: without)."""
     trace, log = run_traced(chapter, a, b, **config)
-    return TraceView(trace, log, title=title, max_ctas=max_ctas)
+    fig = None
+    if structure:
+        import matplotlib.pyplot as plt
+
+        from . import structure as st
+
+        fig = st.draw_structure(st.handoffs(trace, log, ctas=list(range(max_ctas))))
+        plt.close(fig)
+    return TraceView(trace, log, title=title, max_ctas=max_ctas, structure_fig=fig)

@@ -160,7 +160,8 @@ def test_every_chapter_offers_its_notebook(built_book):
 @pytest.mark.slow
 def test_chapter_pages_in_headless_chromium(built_book):
     """A reader's browser, offline: every chapter page loads with no JavaScript error and no network
-    request, and its interactive view is drawn by plotly.js with its time-cursor slider."""
+    request, and its interactive view is drawn by plotly.js with its time-cursor slider (the
+    debugger itself is driven in tests/test_trace_view.py)."""
     import chromium_page
 
     if chromium_page.chromium_path() is None:
@@ -169,7 +170,7 @@ def test_chapter_pages_in_headless_chromium(built_book):
         pytest.skip("no chromium on PATH (Debian: apt-get install -y chromium)")
     html, _ = built_book
     drawn = "document.querySelectorAll('.gk-interactive .main-svg').length"
-    slider = "document.querySelectorAll('.gk-interactive .slider-container').length"
+    slider = "document.querySelectorAll('.gk-interactive .gk-cursor').length"
     for page in CHAPTER_PAGES:
         report = chromium_page.load((html / page).as_uri(), [drawn, slider])
         assert not report.errors, f"{page}: {report.errors}"

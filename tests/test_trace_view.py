@@ -1,6 +1,10 @@
-"""The interactive trace view: mbarrier states replayed from a real emulator run, and the plotly
-figure the book pages carry (hover fields, one trace per event kind, the time cursor)."""
+"""The interactive trace view: mbarrier states replayed from a real emulator run, the plotly
+figure the book pages carry (hover fields, one trace per event kind, the time cursor), and the
+debugger around it, driven in headless Chromium: the cursor goes to any time, the arrow keys step
+from event to event, every warp's state and every mbarrier's state at the cursor, the barrier a
+picked warp waits on highlighted in the structure diagram, and a view that keeps its size."""
 import json
+import os
 
 import pytest
 
@@ -51,18 +55,96 @@ def test_figure_has_every_kind_once_with_hover_fields(step5):
         assert field in hover, hover
     tmem = next(d for d in fig["data"] if d["name"] == timeline.KINDS["tmem.ld"].label)
     assert "TMEM columns" in tmem["hovertext"][0] and "warp" in tmem["hovertext"][0]
+    assert fig["layout"]["font"]["size"] >= 13 and fig["layout"]["legend"]["font"]["size"] >= 13
 
 
-def test_time_cursor_lists_every_barrier(step5):
+def test_debugger_data_lists_states_and_every_event_time(step5):
     trace, log = step5
     view = trace_view.TraceView(trace, log)
-    fig = view.figure()
-    steps = fig["layout"]["sliders"][0]["steps"]
-    assert 2 <= len(steps) <= trace_view.MAX_STEPS
-    for step in steps:
-        text = step["args"][0]["annotations[0].text"]
-        assert text.count("tx-count") == 4, text  # two stage barriers, mma2tma, mma2ld
+    data = view.debugger_data()
+    # the cursor stops at every event's start and end, not only where a barrier changes
+    starts = {round(e.start - view.t0, 2) for e in view.events}
+    assert starts <= set(data["times"]) and len(data["times"]) > 2 * len(view.steps) // 3
+    waits = [r for r in data["rows"] if r[3].startswith("waiting on")]
+    assert waits and all("(parity " in r[3] and r[4] for r in waits)
+    assert set(data["keys"]) == {"tma2mma[0]", "tma2mma[1]", "mma2tma", "mma2ld"}
+    assert any(r[3].startswith("waiting at named barrier 0") for r in data["rows"])  # bar.sync is a state too
+    for step in view.steps:
+        assert step[1].count("tx-count") == 4, step  # two stage barriers, mma2tma, mma2ld
+
+
+def test_html_carries_plotly_only_outside_the_book(step5, monkeypatch):
+    trace, log = step5
+    view = trace_view.TraceView(trace, log)
+    monkeypatch.setenv(trace_view.BOOK_BUILD_ENV, "1")
     html = view._repr_html_()
-    assert 'class="gk-interactive"' in html and "Plotly.newPlot" in html
+    assert 'class="gk-interactive gk-debugger"' in html and "Plotly.newPlot" in html
     assert "plotly.min.js" not in html and "cdn" not in html  # the page loads the library, once
-    json.loads(html[html.index("var f=") + 6:html.index(";function draw")])
+    json.loads(html[html.index("var P=") + 6:html.index(";var ID=")])
+    assert set(view._repr_mimebundle_()) == {"text/html"}  # JupyterLab shows the same view
+    monkeypatch.delenv(trace_view.BOOK_BUILD_ENV)
+    monkeypatch.setattr(trace_view, "_PLOTLY_SENT", False)
+    first, second = view._repr_html_(), view._repr_html_()
+    assert len(first) > len(second) + 1_000_000  # a live notebook gets plotly.js inline, once
+
+
+def _chromium():
+    import sys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import chromium_page
+
+    if chromium_page.chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install Debian's chromium (apt-get install -y chromium) for this test")
+        pytest.skip("no chromium on PATH (Debian: apt-get install -y chromium)")
+    return chromium_page
+
+
+PROBE = """(function(){var el=document.querySelector('.gk-debugger'),pl=el.querySelector('.gk-plot');
+var h0=pl.getBoundingClientRect().height,w0=el.getBoundingClientRect().width,T=JSON.parse(el.dataset.times);
+el.gkGo(T[5]+0.3);var at=Number(el.dataset.cursor);
+el.dispatchEvent(new KeyboardEvent('keydown',{key:'ArrowRight',bubbles:true}));var right=Number(el.dataset.cursor);
+el.dispatchEvent(new KeyboardEvent('keydown',{key:'ArrowLeft',bubbles:true}));var left=Number(el.dataset.cursor);
+var lanes=[].slice.call(el.querySelectorAll('.gk-warps tr[data-lane]'));
+var k,waiting=null;for(k=0;k<T.length&&!waiting;k++){el.gkGo(T[k]);
+ waiting=[].slice.call(el.querySelectorAll('.gk-warps tr[data-lane]')).filter(function(r){return r.innerText.indexOf('waiting on')>=0;})[0];}
+el.gkPick(waiting.dataset.lane);var hl=el.querySelector('.gk-highlight');
+var bold=el.querySelector('.gk-bars tr[data-key="'+el.dataset.waited+'"]');
+var sizes=[].slice.call(el.querySelectorAll('td,th,button,label,.gk-plot text')).map(function(n){return parseFloat(getComputedStyle(n).fontSize);});
+return JSON.stringify({h0:h0,h1:pl.getBoundingClientRect().height,w0:w0,page:document.body.clientWidth,at:at,T:T.slice(0,8),
+ right:right,left:left,lanes:lanes.length,waited:el.dataset.waited,hl:hl.style.display,bold:!!bold,
+ bars:el.querySelectorAll('.gk-bars tr.gk-bar').length,svg:el.querySelectorAll('.main-svg').length,
+ minfont:Math.min.apply(null,sizes)});})()"""
+
+
+@pytest.mark.slow
+def test_debugger_in_headless_chromium(step5, tmp_path, monkeypatch):
+    """The notebook route (plotly.js inline), as JupyterLab runs it: drawn at once, the cursor goes
+    anywhere and the arrow keys step to the neighbouring events, the view keeps its height while
+    the cursor moves (it collapsed from 589 to 29 px in JupyterLab), a picked warp's barrier is
+    highlighted in the structure diagram, and no text is under 13 px."""
+    chromium_page = _chromium()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gemm_kernels import structure
+
+    trace, log = step5
+    monkeypatch.delenv(trace_view.BOOK_BUILD_ENV, raising=False)
+    monkeypatch.setattr(trace_view, "_PLOTLY_SENT", False)
+    fig = structure.draw_structure(structure.handoffs(trace, log))
+    view = trace_view.TraceView(trace, log, title="step 5", structure_fig=fig)
+    page = tmp_path / "view.html"
+    page.write_text("<html><body>" + view._repr_html_() + "</body></html>")
+    report = chromium_page.load(page.as_uri(), [PROBE])
+    assert not report.errors and not report.requests, (report.errors, report.requests)
+    got = json.loads(report.values[PROBE])
+    times = view.debugger_data()["times"]
+    assert got["svg"] and got["h0"] > 200 and got["h1"] == got["h0"], got
+    assert got["w0"] >= 0.95 * got["page"], got  # full width
+    assert abs(got["at"] - (times[5] + 0.3)) < 1e-6  # any time, not only an event's
+    assert got["right"] == times[6] and got["left"] == times[5], got
+    assert got["lanes"] == len(view.lanes) and got["bars"] == 4
+    assert got["waited"] and got["hl"] == "block" and got["bold"], got
+    assert got["minfont"] >= 13, got
