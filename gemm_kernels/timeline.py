@@ -59,6 +59,7 @@ KINDS = {
     "tmem.ld": Kind("#009E73", "tcgen05.ld (TMEM -> registers)", "bar"),
     "tma.store": Kind("#CC79A7", "TMA store", "bar"),
     "wait": Kind("#777777", "blocked in mbarrier wait", "wait"),
+    "tmem.alloc": Kind("#B2182B", "blocked in tcgen05.alloc (TMEM full)", "wait"),
     "arrive": Kind("#D55E00", "mbarrier arrive (expect_tx)", "tick"),
     "commit": Kind("#00365A", "tcgen05.commit", "tick"),
     "tma.issue": Kind("#56B4E9", "TMA issued", "tick"),
@@ -208,7 +209,7 @@ def draw_timeline(trace, ax=None, title=None, lanes=None, max_ctas=1, *, t0=None
     if legend:
         handles = legend_handles(used)
         ax.legend(handles=handles, fontsize=MIN_FONT, loc="upper center",
-                  bbox_to_anchor=(0.5, -0.22 - 0.4 / len(lanes)), ncol=min(3, len(handles)), frameon=False)
+                  bbox_to_anchor=(0.5, -0.22 - 0.4 / len(lanes)), ncol=min(2, len(handles)), frameon=False)
     return ax
 
 
@@ -252,7 +253,7 @@ def side_by_side(traces, titles, *, lanes=None, max_ctas=1, sharex=True):
             ax.set_xlabel("")
     handles = legend_handles(used)
     if handles:
-        fig.legend(handles=handles, fontsize=MIN_FONT, loc="outside lower center", ncol=min(3, len(handles)),
+        fig.legend(handles=handles, fontsize=MIN_FONT, loc="outside lower center", ncol=min(2, len(handles)),
                    frameon=False)
     if sharex:
         right = max(max(e.end for e in tr.events if max_ctas is None or e.cta < max_ctas)

@@ -118,7 +118,7 @@ _DOING = {"wait": "waiting on {barrier} (parity {parity})", "tma.load": "copying
           "mma": "computing an MMA", "tmem.ld": "tcgen05.ld, {detail}", "tma.store": "storing {nbytes} B",
           "ld/st global": "ordinary global loads/stores", "arrive": "issuing an arrive on {barrier}",
           "commit": "issuing tcgen05.commit to {barrier}", "tma.issue": "issuing a TMA load ({barrier})",
-          "bar.sync": "waiting at {detail}", "cluster.wait": "waiting at the cluster barrier",
+          "bar.sync": "waiting at {detail}", "tmem.alloc": "blocked in tcgen05.alloc of {detail}", "cluster.wait": "waiting at the cluster barrier",
           "bar.arrive": "arriving at {detail}", "cluster.arrive": "arriving at the cluster barrier"}
 
 

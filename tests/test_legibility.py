@@ -8,7 +8,8 @@ matplotlib.use("Agg")  # tests only
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gemm_kernels import bench, structure, timeline, trace_view  # noqa: E402
+from gemm_kernels import bench, emu, structure, timeline, trace_view  # noqa: E402
+from gemm_kernels import book_helpers as bh  # noqa: E402
 from gemm_kernels.check import random_operands  # noqa: E402
 
 MIN_DISPLAYED_PT = 10
@@ -29,10 +30,31 @@ def _figures(step5):
     from gemm_kernels.perf import book as perf_book
 
     yield "timeline", timeline.draw_timeline(trace, title="t").figure
+    with emu.on_sms(1):  # every event kind at once, with the widest legend labels
+        sm = bh.trace_of(3, *random_operands(640, 128, 64))
+    yield "timeline of CTAs sharing an SM", timeline.draw_timeline(bh.mark_stages(sm), max_ctas=None).figure
     yield "side by side", timeline.side_by_side([trace, trace], ["a", "b"])
     yield "structure", structure.draw_structure(structure.handoffs(trace, log), title="t")
     yield "bench", bench.figure(_report())
     yield "ladder", perf_book.ladder_figure()
+
+
+def _clipped(fig):
+    """Texts that reach outside the figure (a legend too wide for a page-wide figure)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    w, h = fig.canvas.get_width_height()
+    from matplotlib.text import Text
+
+    hidden = set()  # labels of ticks outside an axis's view limits: matplotlib does not draw them
+    for ax in fig.axes:
+        for axis, (lo, hi) in ((ax.xaxis, sorted(ax.get_xlim())), (ax.yaxis, sorted(ax.get_ylim()))):
+            for tick in axis.get_major_ticks():
+                if not lo - 1e-9 <= tick.get_loc() <= hi + 1e-9:
+                    hidden |= {id(tick.label1), id(tick.label2)}
+    return [t.get_text() for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible() and id(t) not in hidden
+            and (lambda e: e.x0 < -1 < e.x1 or e.x0 < w + 1 < e.x1 or e.y0 < -1 < e.y1 or e.y0 < h + 1 < e.y1)(
+                t.get_window_extent(r))]  # (a tick label wholly outside is not drawn: not clipped)
 
 
 def test_every_figure_is_legible_as_displayed(step5):
@@ -41,6 +63,7 @@ def test_every_figure_is_legible_as_displayed(step5):
         pt, text = timeline.smallest_displayed_text(fig)
         if pt < MIN_DISPLAYED_PT - 1e-6:
             small.append(f"{name}: {text!r} shows at {pt:.1f} pt")
+        small += [f"{name}: {text!r} is cut off at the figure's edge" for text in _clipped(fig)]
         plt.close(fig)
     assert not small, small
 

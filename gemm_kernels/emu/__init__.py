@@ -2,5 +2,5 @@
 
 ``run(kernel, grid, block, args, ...)`` is the entry point; see ``launch.run``."""
 from .errors import *  # noqa: F401,F403
-from .launch import run  # noqa: F401
+from .launch import on_sms, run  # noqa: F401
 from .tma import TensorMapModel  # noqa: F401

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from .errors import CtaGroupMix
 from .machine import Cluster, _ranges
 from .memory import GlobalView
 from .rebind import kernel_function
-from .scheduler import Scheduler
+from .scheduler import Scheduler, Waitable
 
 
 def _dim3(v):
@@ -94,8 +95,73 @@ class Launch:
         return "\n".join(lines)
 
 
+class SmTmem(Waitable):
+    """The TMEM of one SM (512 columns) shared by the CTAs placed on it: a CTA's tcgen05.alloc
+    waits here until another CTA on the SM frees enough columns."""
+
+    def __init__(self, scheduler, index):
+        super().__init__(scheduler)
+        self.index = index
+        self.freed_at = 0.0  # cycle of the last dealloc
+
+    def released(self, cycle):
+        self.freed_at = max(self.freed_at, cycle)
+        self.notify()
+
+
+_placement = {"sms": None}
+
+
+@contextmanager
+def on_sms(sms):
+    """Run the launches in this block with their CTAs placed on ``sms`` SMs (CTA i on SM i mod
+    ``sms``), every CTA resident at once and the CTAs of an SM sharing its 512 TMEM columns, so a
+    ``tcgen05.alloc`` blocks until another CTA on its SM frees columns. Without it (the default)
+    every CTA has an SM of its own and the clusters run one after another."""
+    if not isinstance(sms, int) or isinstance(sms, bool) or sms < 1:
+        raise ValueError(f"on_sms needs a positive number of SMs, got {sms!r}")
+    before = _placement["sms"]
+    _placement["sms"] = sms
+    try:
+        yield
+    finally:
+        _placement["sms"] = before
+
+
+def _run_on_sms(launch, fn, args, nthreads, sms, policy, seed, only_clusters):
+    """Every cluster at once on one scheduler, CTA i on SM i mod ``sms`` with the SM's TMEM."""
+    sched = Scheduler(policy, seed)
+    launch.scheduler = sched
+    clusters, ctas = [], []
+    for index, blocks in launch.clusters():
+        if only_clusters is not None and index not in only_clusters:
+            continue
+        cl = Cluster(launch, index, blocks, nthreads, launch.shared_bytes)
+        clusters.append(cl)
+        ctas += cl.ctas
+    first = {}
+    for i, cta in enumerate(ctas):
+        sm = i % sms
+        if sm in first:
+            cta.tmem.share_with(first[sm].tmem)
+        else:
+            first[sm] = cta
+            cta.tmem.sm = SmTmem(sched, sm)
+        cta.sm = sm
+    for cl in clusters:
+        for cta in cl.ctas:
+            cta.smem.dynamic_base = 0x400
+            cta.smem.static_next = 0x400 + launch.shared_bytes
+            cta.smem.set_names([(name, 0x400 + off, size) for name, off, size in launch.names])
+            for t in cta.threads:
+                sched.spawn(t, lambda: fn(*args))
+    sched.run(lambda: "\n".join(launch.deadlock_report(cl) for cl in clusters))
+    for cta in ctas:
+        cta.finish_checks()
+
+
 def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy="lazy", seed=0,
-        trace=False, names=None, tensor_maps=None, timing=False, only_clusters=None):
+        trace=False, names=None, tensor_maps=None, timing=False, only_clusters=None, sms=None):
     """Run ``kernel`` (a ``numba.cuda.jit`` kernel or its Python function) on the emulator.
 
     ``args`` are numpy arrays (global memory) and integers, as the kernel receives them.
@@ -103,7 +169,9 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     ``tensor_maps``: {address: TensorMapModel} for kernels that take tensor-map addresses.
     Returns the Launch (``.trace`` holds the events when ``trace=True``).
     ``timing``/``only_clusters``: gemm_kernels.perf's timing mode (no values) and the clusters it runs.
+    ``sms``: place the CTAs on this many SMs sharing TMEM (default: ``on_sms``'s, else one SM each).
     """
+    sms = sms if sms is not None else _placement["sms"]
     launch = Launch(grid, block, cluster, shared_bytes, policy, seed, trace, names, timing)
     if tensor_maps:
         launch.tensor_maps.update(tensor_maps)
@@ -113,6 +181,9 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     previous = context.current_launch()
     context.set_launch(launch)
     try:
+        if sms is not None:
+            _run_on_sms(launch, fn, args, nthreads, sms, policy, seed, only_clusters)
+            return launch
         for index, blocks in launch.clusters():
             if only_clusters is not None and index not in only_clusters:
                 continue

@@ -447,6 +447,14 @@ class Tmem:
         self.allocations = {}  # start column -> (ncols, warp)
         self.relinquished = False
         self.alloc_warp = None
+        self.sm = None  # the SM's shared TMEM when CTAs share SMs (launch.on_sms), else None
+
+    def share_with(self, other):
+        """Use the TMEM of ``other``'s SM: the same cells, shadows and column allocator (the
+        allocation permit stays this CTA's own)."""
+        for name in ("cells", "written", "mma_who", "mma_ep", "mma_site", "ld_who", "ld_ep", "ld_site",
+                     "freed_by", "owner", "allocations", "sm"):
+            setattr(self, name, getattr(other, name))
 
     def free_block(self, ncols):
         units = ncols // 32

@@ -44,6 +44,16 @@ def _alloc_ops(group):
     def _alloc(dst, ncols):
         t = _thread()
         t.launch.use_cta_group(group, "tcgen05.alloc", t)
+        sm = t.cta.tmem.sm
+        if sm is not None and t.cta.tmem.free_block(int(ncols)) is None:
+            # CTAs share this SM's TMEM (emu.on_sms): wait until another CTA frees enough columns
+            start = t.clock
+            t.scheduler.block(sm, lambda: t.cta.tmem.free_block(int(ncols)) is not None,
+                              lambda: f"in tcgen05.alloc of {ncols} columns: the other CTAs on SM {sm.index} hold "
+                                      f"{sum(o is not None for o in t.cta.tmem.owner) * 32} of its 512 TMEM columns")
+            t.clock = max(t.clock, sm.freed_at)
+            if t.lane == 0:
+                t.event(t.warp_role(), "tmem.alloc", start, t.clock, detail=f"{int(ncols)} columns")
 
         def action(args):
             col = t.cta.tmem.allocate(int(ncols), t.warp)
@@ -75,6 +85,8 @@ def _alloc_ops(group):
                         f"cluster barrier) before tcgen05.dealloc.")
             tmem_rules.check_dealloc(t.warp, t.cta, col, int(ncols), sid, pair=group == 2)
             t.cta.tmem.free(col, int(ncols), t.warp)
+            if t.cta.tmem.sm is not None:
+                t.cta.tmem.sm.released(t.clock)
 
         t.warp.collective(t, f"tcgen05.dealloc.cta_group::{group}", (int(taddr), int(ncols)), action=action)
         t.advance()
