@@ -35,10 +35,10 @@ MIN_FONT = 10
 #: a page-wide figure: drawn this wide, it is shown at ``DISPLAY_PX`` with its text at the size it
 #: was set in (10 pt stays 10 pt); a wider figure would be scaled down, and its text with it
 WIDTH_IN = 7.0
-#: the width (CSS px) at which the book shows a page-wide figure: the content column of a 1280-px
+#: the width (CSS px) at which the book shows a page-wide figure: a code cell's output in a 1280-px
 #: window (sphinx-book-theme, measured in headless Chromium); a figure wider than this in pixels is
 #: scaled down to it
-DISPLAY_PX = 688
+DISPLAY_PX = 676
 #: the narrowest bar drawn, as a share of the panel's time span
 MIN_BAR = 0.004
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -109,9 +110,9 @@ def _hover(e, lane):
 
 
 #: where the page's JavaScript finds plotly: the book loads it once from _static (``book_sphinx``
-#: sets this variable for the kernels that execute the pages); a live notebook gets it inline, once
+#: sets this variable for the kernels that execute the pages); in a live notebook each view
+#: carries it inline
 BOOK_BUILD_ENV = "GEMM_KERNELS_BOOK_BUILD"
-_PLOTLY_SENT = False
 
 #: warp states the cursor shows for an event that covers it (tick events: "issuing")
 _DOING = {"wait": "waiting on {barrier} (parity {parity})", "tma.load": "copying into {region}",
@@ -188,15 +189,17 @@ class TraceView:
     def debugger_data(self):
         """What the page's script needs: the events as state rows, the mbarrier log, the event
         boundaries the arrow keys step through, the structure diagram's barrier boxes."""
-        keys, changes = [], []
-        if self.log is not None:
-            for ns, _, (cta, name), what, value in sorted(self.log.changes, key=lambda c: (c[0], c[1])):
-                if cta not in self.ctas:
-                    continue
-                key = self._bar_key(cta, name)
-                if key not in keys:
-                    keys.append(key)
-                changes.append([round(max(0.0, ns - self.t0), 2), keys.index(key), what, value])
+        changes = []
+        logged = sorted(self.log.changes, key=lambda c: (c[0], c[1])) if self.log is not None else []
+        logged = [c for c in logged if c[2][0] in self.ctas]
+        # barriers listed by CTA, then name, ring stages in order (tma2mma[2] before tma2mma[10])
+        order = sorted({c[2] for c in logged}, key=lambda k: (k[0], re.sub(r"\[(\d+)\]$", "", k[1]),
+                                                               int(re.search(r"(\d+)\]$", k[1]).group(1))
+                                                               if re.search(r"\[\d+\]$", k[1]) else -1))
+        index = {k: i for i, k in enumerate(order)}
+        keys = [self._bar_key(cta, name) for cta, name in order]
+        for ns, _, key, what, value in logged:
+            changes.append([round(max(0.0, ns - self.t0), 2), index[key], what, value])
         rows = self._state_rows()
         times = sorted({r[1] for r in rows} | {r[2] for r in rows} | {c[0] for c in changes})
         lanes = [self.names[lane] for lane in self.lanes]
@@ -257,19 +260,18 @@ class TraceView:
         return {"data": data, "layout": layout, "config": config}
 
     def _repr_html_(self):
-        global _PLOTLY_SENT
         import os
 
         fig = self.figure()
         payload = json.dumps({"fig": fig, "dbg": self.debugger_data()}, separators=(",", ":"))
         ident = "gk-tv-" + hashlib.sha1(payload.encode()).hexdigest()[:12]
         library = ""
-        if not os.environ.get(BOOK_BUILD_ENV) and not _PLOTLY_SENT:
-            # a live notebook has no copy of plotly.js on the page: send it once, inline (offline)
+        if not os.environ.get(BOOK_BUILD_ENV):
+            # a live notebook has no copy of plotly.js on the page: each view carries it, inline
+            # (offline; a view re-run alone after the notebook is reopened still draws)
             from .book_sphinx import plotly_js_path
 
             library = "<script>" + plotly_js_path().read_text() + "</script>\n"
-            _PLOTLY_SENT = True
         height = fig["layout"]["height"]
         return (library + _HTML.replace("IDENT", ident).replace("HEIGHT", str(height))
                 + "<script>(function(){var P=" + payload + ";var ID='" + ident + "';" + _JS + "})();</script>")
