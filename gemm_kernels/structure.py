@@ -368,7 +368,7 @@ def draw_structure(barriers, title=""):
     labels = {(lane, i): _wrap_label(a.label()) for lane in left for i, (_, a) in enumerate(outs[lane])}
     lh = {lane: max(2.0, sum(_lines(labels[(lane, i)]) + 0.3 for i in range(len(outs[lane])))) for lane in left}
     rh = {lane: max(2.0, 1.3 * len(ins[lane])) for lane in right}
-    bh = {id(b): 2.8 + len(b.subtitle().split(", ")) + b.name.count(", ") for b in barriers}
+    bh = {id(b): 1.9 + len(b.subtitle().split(", ")) + b.name.count(", ") for b in barriers}
     rows = max(sum(lh.values()) + GAP * (len(left) - 1), sum(rh.values()) + GAP * (len(right) - 1),
                sum(bh.values()) + GAP * (len(barriers) - 1), 2.0)
     top_l = _stack(left, [lh[lane] for lane in left], rows)
