@@ -51,6 +51,8 @@ class Arrival:
         if self.how in ("TMA load", "TMA store"):
             n = " or ".join(map(str, self.per_phase))
             text = f"{n} {self.how}{'' if self.per_phase == (1,) else 's'}"
+            if self.how == "TMA store":  # a bulk group has no phases: the count is the run's
+                text += " (whole run)"
         elif self.warps:
             text = f"{self.how} ({_warps(self.warps)})"
         else:

@@ -67,7 +67,7 @@ def test_step5_handoffs_and_figure(step5):
     assert full.waiters == {"warp 0": 1}
     assert [a.how for a in bars["mma2tma"].arrivals] == ["commit by warp\u00a00"]
     assert bars["mma2ld"].waiters == {"all warps": 4}
-    assert bars[structure.STORE_NODE].arrival("TMA", "TMA store").label() == "2 TMA stores, 32768\u00a0B"
+    assert bars[structure.STORE_NODE].arrival("TMA", "TMA store").label() == "2 TMA stores (whole run), 32768\u00a0B"
     only = structure.handoffs(trace, log, only=("mma2tma",))
     assert [b.name for b in only] == ["mma2tma"]
     fig = structure.draw_structure(list(bars.values()), title="t")
