@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,7 +118,9 @@ class Explorer:
 
     def _repr_html_(self):
         payload = json.dumps(self.data, separators=(",", ":"))
-        ident = "gk-ex-" + hashlib.sha1(payload.encode()).hexdigest()[:12]
+        # unique per rendering: a re-run cell, or the same view in two open notebooks, must not
+        # find another view's element (JupyterLab keeps every open notebook in one document)
+        ident = "gk-ex-" + hashlib.sha1(payload.encode()).hexdigest()[:8] + "-" + uuid.uuid4().hex[:8]
         return (_HTML.replace("IDENT", ident)
                 + "<script>(function(){var X=" + payload + ";var ID='" + ident + "';" + _JS + "})();</script>")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -264,7 +265,9 @@ class TraceView:
 
         fig = self.figure()
         payload = json.dumps({"fig": fig, "dbg": self.debugger_data()}, separators=(",", ":"))
-        ident = "gk-tv-" + hashlib.sha1(payload.encode()).hexdigest()[:12]
+        # unique per rendering: a re-run cell, or the same view in two open notebooks, must not
+        # find another view's element (JupyterLab keeps every open notebook in one document)
+        ident = "gk-tv-" + hashlib.sha1(payload.encode()).hexdigest()[:8] + "-" + uuid.uuid4().hex[:8]
         library = ""
         if not os.environ.get(BOOK_BUILD_ENV):
             # a live notebook has no copy of plotly.js on the page: each view carries it, inline
@@ -328,13 +331,13 @@ function warps(at){var out={},i,r,eps=1e-6;D.lanes.forEach(function(l){out[l]=nu
 function esc(x){return String(x).replace(/&/g,'&amp;').replace(/</g,'&lt;');}
 function render(){var w=warps(t),st=bars(t),h='<tr><th style="text-align:left">lane at '+t.toFixed(1)+' ns</th><th style="text-align:left">state</th></tr>';
  D.lanes.forEach(function(l){var r=w[l],sel=(l===picked);
-  h+='<tr data-lane="'+esc(l)+'" style="cursor:pointer;'+(sel?'background:#FFE9E9':'')+'"><td style="padding:2px 8px">'+esc(l)+
-   '</td><td style="padding:2px 8px">'+(r?esc(r[3]):'<span style="color:#777">no traced operation (idle or computing)</span>')+'</td></tr>';});
+  h+='<tr data-lane="'+esc(l)+'" style="cursor:pointer;'+(sel?'background:#FFE9E9':'')+'"><td style="padding:2px 8px;text-align:left">'+esc(l)+
+   '</td><td style="padding:2px 8px;text-align:left">'+(r?esc(r[3]):'<span style="color:#777">no traced operation (idle or computing)</span>')+'</td></tr>';});
  root.querySelector('.gk-warps').innerHTML=h;
  var waited=(picked&&w[picked])?w[picked][4]:'';
  var b='<tr><th style="text-align:left">mbarrier</th><th>phase (parity)</th><th>pending / expected</th><th>tx-count</th></tr>';
  D.keys.forEach(function(k,i){var s=st[i];if(!s)return;
-  b+='<tr class="gk-bar" data-key="'+esc(k)+'" style="'+(k===waited?'background:#FFE9E9;font-weight:bold':'')+'"><td style="padding:2px 8px">'+esc(k)+
+  b+='<tr class="gk-bar" data-key="'+esc(k)+'" style="'+(k===waited?'background:#FFE9E9;font-weight:bold':'')+'"><td style="padding:2px 8px;text-align:left">'+esc(k)+
    '</td><td style="text-align:center">'+s.phase+' ('+(s.phase&1)+')</td><td style="text-align:center">'+s.pending+' / '+s.expected+
    '</td><td style="text-align:center">'+s.tx+'</td></tr>';});
  root.querySelector('.gk-bars').innerHTML=b;

@@ -110,7 +110,8 @@ var k,waiting=null;for(k=0;k<T.length&&!waiting;k++){el.gkGo(T[k]);
 el.gkPick(waiting.dataset.lane);var hl=el.querySelector('.gk-highlight');
 var bold=el.querySelector('.gk-bars tr[data-key="'+el.dataset.waited+'"]');
 var sizes=[].slice.call(el.querySelectorAll('td,th,button,label,.gk-plot text')).map(function(n){return parseFloat(getComputedStyle(n).fontSize);});
-return JSON.stringify({h0:h0,h1:pl.getBoundingClientRect().height,w0:w0,page:document.body.clientWidth,at:at,T:T.slice(0,8),
+var inited=[].slice.call(document.querySelectorAll('.gk-debugger')).filter(function(e){return e.dataset.cursor!==undefined;}).length;
+return JSON.stringify({inited:inited,views:document.querySelectorAll('.gk-debugger').length,h0:h0,h1:pl.getBoundingClientRect().height,w0:w0,page:document.body.clientWidth,at:at,T:T.slice(0,8),
  right:right,left:left,lanes:lanes.length,waited:el.dataset.waited,hl:hl.style.display,bold:!!bold,
  bars:el.querySelectorAll('.gk-bars tr.gk-bar').length,svg:el.querySelectorAll('.main-svg').length,
  minfont:Math.min.apply(null,sizes)});})()"""
@@ -133,11 +134,14 @@ def test_debugger_in_headless_chromium(step5, tmp_path, monkeypatch):
     fig = structure.draw_structure(structure.handoffs(trace, log))
     view = trace_view.TraceView(trace, log, title="step 5", structure_fig=fig)
     page = tmp_path / "view.html"
-    page.write_text("<html><body>" + view._repr_html_() + "</body></html>")
+    # the same view twice (a re-run cell, or two open notebooks in JupyterLab's one document): each
+    # rendering finds its own element
+    page.write_text("<html><body>" + view._repr_html_() + view._repr_html_() + "</body></html>")
     report = chromium_page.load(page.as_uri(), [PROBE])
     assert not report.errors and not report.requests, (report.errors, report.requests)
     got = json.loads(report.values[PROBE])
     times = view.debugger_data()["times"]
+    assert got["views"] == got["inited"] == 2, got
     assert got["svg"] and got["h0"] > 200 and got["h1"] == got["h0"], got
     assert got["w0"] >= 0.95 * got["page"], got  # full width
     assert abs(got["at"] - (times[5] + 0.3)) < 1e-6  # any time, not only an event's
