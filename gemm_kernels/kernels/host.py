@@ -119,25 +119,31 @@ EMULATOR_CTAS = 3
 
 
 def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, plan, threads, boxes,
-               cluster=(1, 1, 1), extra=()):
-    """Shared by steps 4-9: build the three tensor maps, launch, return D (and the launch)."""
+               cluster=(1, 1, 1), extra=(), k_tiles=None, d_pitch=None, out=None):
+    """Shared by steps 4-10: build the three tensor maps, launch, return D (and the launch).
+    Step 10's extras: ``k_tiles`` (default K / 64), ``d_pitch`` (D's row pitch in elements, default
+    N: D is then the M x N view of an M x d_pitch array) and ``out`` (the M x N array to write)."""
     import numpy as np
 
     from .tensor_maps import emulator_maps, gpu_maps
 
     (am, ak), (bm, bk), (dm, dn, *dswz) = boxes  # the D box may name its swizzle (default 128B)
-    d = np.zeros((m, n), dtype=np.float16)
+    k_tiles = k // 64 if k_tiles is None else k_tiles
+    pitch = n if d_pitch is None else d_pitch
+    d = np.zeros((m, pitch), dtype=np.float16)[:, :n] if out is None else out
     dspec = ("D", d, dm, dn) + tuple(dswz)
     if backend == "emulator":
         addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), dspec])
-        launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k // 64,) + tuple(extra), plan=plan,
+        launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k_tiles,) + tuple(extra), plan=plan,
                                  cluster=cluster, policy=policy, seed=seed, trace=trace, tensor_maps=models)
         return Launched(d, backend, launch) if trace else d
     from numba import cuda
 
-    da, db, dd = cuda.to_device(a), cuda.to_device(b), cuda.to_device(d)
+    da, db = cuda.to_device(a), cuda.to_device(b)
+    d_full = cuda.to_device(np.zeros((m, pitch), dtype=np.float16))
+    dd = d_full if pitch == n else d_full[:, :n]  # the tensor map's rows are N long: the padding is never written
     addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn) + tuple(dswz)])
-    args = tuple(np.uint64(x) for x in addrs) + (np.int32(k // 64),) + tuple(extra)
+    args = tuple(np.uint64(x) for x in addrs) + (np.int32(k_tiles),) + tuple(extra)
     if cluster != (1, 1, 1):
         # a persistent grid of clusters: no more clusters than can be resident at once (not every
         # pair of SMs need be able to host one), or the extra ones would run as a second wave
@@ -148,4 +154,8 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
     run_on_gpu(kernel, grid, threads, args, plan=plan, cluster=cluster)
     cuda.synchronize()
     del keep
-    return dd.copy_to_host()
+    result = d_full.copy_to_host()[:, :n]
+    if out is None:
+        return result
+    out[...] = result
+    return out
