@@ -125,7 +125,7 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
     N: D is then the M x N view of an M x d_pitch array) and ``out`` (the M x N array to write)."""
     import numpy as np
 
-    from .tensor_maps import emulator_maps, gpu_maps
+    from .tensor_maps import FirstColumns, emulator_maps, gpu_maps
 
     (am, ak), (bm, bk), (dm, dn, *dswz) = boxes  # the D box may name its swizzle (default 128B)
     k_tiles = k // 64 if k_tiles is None else k_tiles
@@ -141,7 +141,7 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
 
     da, db = cuda.to_device(a), cuda.to_device(b)
     d_full = cuda.to_device(np.zeros((m, pitch), dtype=np.float16))
-    dd = d_full if pitch == n else d_full[:, :n]  # the tensor map's rows are N long: the padding is never written
+    dd = d_full if pitch == n else FirstColumns(d_full, n)  # the map's rows are N long: the padding is never written
     addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn) + tuple(dswz)])
     args = tuple(np.uint64(x) for x in addrs) + (np.int32(k_tiles),) + tuple(extra)
     if cluster != (1, 1, 1):
