@@ -41,11 +41,12 @@ import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import pipeline, ptx
+from .. import pipeline, ptx, schedule
 from ..layouts import make_instr_desc
 from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
-from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
+from ..schedule import CLC_STAGES, RESPONSE_BYTES
+from ..trace import ROLE_MMA, ROLE_SCHEDULER, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
 from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, stage_subtile_row,
                        store_subtiles, subtile_row, subtile_row_chunks, tmem_load_subtile)
@@ -66,8 +67,11 @@ SUBTILES_PER_GROUP = 2  # stored in groups of two subtiles (one bulk group each)
 STAGING_GROUPS = STAGING_BUFFERS // SUBTILES_PER_GROUP
 SUBTILES = ACC_COLS // SUBTILE_COLS  # per tile and CTA: 8, a multiple of STAGING_BUFFERS
 WRITEBACK_BARRIER = 1
-PRODUCER_WARP, MMA_WARP = 4, 5
-THREADS = 256
+PRODUCER_WARP, MMA_WARP, SCHEDULER_WARP = 4, 5, 6
+THREADS = 224
+# warps that read every CLC response and hand its slot back: per CTA the producer and the 4 writeback
+# warps; in the leader also the MMA warp and the scheduler
+CLC_READERS = 2 * (1 + 4) + 2
 PAIR = 0b11  # commit multicast mask: both CTAs of the pair
 K_MULTIPLE = 8  # 16 bytes of fp16: the TMA's row-stride rule for A and B
 
@@ -83,6 +87,9 @@ def make_plan(depth):
         mma2ld=plan.add("mma2ld", 8, align=8, count=ACC_STAGES),
         ld2mma=plan.add("ld2mma", 8, align=8, count=ACC_STAGES),
         slot=plan.add("TMEM address slot", 4, align=4),
+        clc_resp=plan.add("CLC response", RESPONSE_BYTES, align=16, count=CLC_STAGES),
+        clc_full=plan.add("clc_full", 8, align=8, count=CLC_STAGES),
+        clc_empty=plan.add("clc_empty", 8, align=8, count=CLC_STAGES),
     )
     return plan.check(f"a {depth}-stage pipeline"), offs
 
@@ -90,8 +97,9 @@ def make_plan(depth):
 @functools.lru_cache(maxsize=None)
 def make_kernel(depth, group=GROUP):
     plan, o = make_plan(depth)
-    A0, B0, D_STAGING, TMA2MMA, MMA2TMA, MMA2LD, LD2MMA, TMEM_SLOT = (
-        o[k] for k in ("a", "b", "d", "tma2mma", "mma2tma", "mma2ld", "ld2mma", "slot"))
+    A0, B0, D_STAGING, TMA2MMA, MMA2TMA, MMA2LD, LD2MMA, TMEM_SLOT, CLC_RESP, CLC_FULL, CLC_EMPTY = (
+        o[k] for k in ("a", "b", "d", "tma2mma", "mma2tma", "mma2ld", "ld2mma", "slot", "clc_resp", "clc_full",
+                       "clc_empty"))
     DEPTH, GROUP_M = depth, group
 
     @cuda.jit
@@ -102,9 +110,7 @@ def make_kernel(depth, group=GROUP):
         tid = cuda.threadIdx.x
         warp = ptx.warp_uniform(tid // 32)  # the same in all 32 lanes, and ptxas knows it
         rank = ptx.cluster_ctarank()
-        cluster = cuda.blockIdx.x // 2
-        num_clusters = cuda.gridDim.x // 2
-        num_tiles = num_m * num_n
+        cluster = cuda.blockIdx.x // 2  # one cluster per tile: this is the first tile's number
 
         if tid == 0:
             for s in range(DEPTH):
@@ -113,6 +119,9 @@ def make_kernel(depth, group=GROUP):
             for s in range(ACC_STAGES):
                 ptx.mbarrier_init(pipeline.barrier(base + MMA2LD, s), 1)
                 ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 2 * 4)  # one lane per writeback warp, both CTAs
+            for s in range(CLC_STAGES):
+                ptx.mbarrier_init(pipeline.barrier(base + CLC_FULL, s), 1)  # the leader's scheduler announces
+                ptx.mbarrier_init(pipeline.barrier(base + CLC_EMPTY, s), CLC_READERS)  # (the leader's is used)
             ptx.fence_mbarrier_init()
         ptx.cluster_arrive()  # barriers initialised, and both CTAs are running
         ptx.cluster_wait()
@@ -122,6 +131,7 @@ def make_kernel(depth, group=GROUP):
         cuda.syncthreads()
         ptx.tcgen05_fence_after()
         tmem = smem32[TMEM_SLOT // 4]
+        leader_clc_empty0 = ptx.mapa(base + CLC_EMPTY, 0)  # where every reader hands a response slot back
 
         if warp == PRODUCER_WARP:
             ptx.set_warp_role(ROLE_TMA)  # step 8's producer warp: boxes past the edges are zero-filled
@@ -134,8 +144,11 @@ def make_kernel(depth, group=GROUP):
             stage = uint32(0)
             phase = uint32(1)
             k_end = uint32(k_tiles * BLOCK_K)
-            t = cluster
-            while t < num_tiles:
+            t = schedule.clc_first(cluster)
+            more = uint32(1)
+            cs = uint32(0)  # the CLC ring's position
+            cp = uint32(0)
+            while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 a_row = m_idx * CLUSTER_M + rank * CTA_M  # this CTA's rows of the tile
                 b_row = n_idx * CLUSTER_N + rank * CTA_N
@@ -152,7 +165,7 @@ def make_kernel(depth, group=GROUP):
                                             leader_tma2mma)
                     stage, phase = pipeline.advance(stage, phase, DEPTH)
                     k0 = uint32(k0 + uint32(BLOCK_K))
-                t += num_clusters
+                more, t, cs, cp = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, cs, cp)
             pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)  # step 8's tail
         elif warp == MMA_WARP:
             if rank == 0:  # step 8's MMA warp, issuing for the pair into two accumulators
@@ -163,8 +176,10 @@ def make_kernel(depth, group=GROUP):
                 phase = uint32(0)
                 acc = uint32(0)
                 acc_phase = uint32(1)
-                t = cluster
-                while t < num_tiles:
+                more = uint32(1)
+                cs = uint32(0)
+                cp = uint32(0)
+                while more:
                     pipeline.wait(base + LD2MMA, acc, acc_phase)  # both CTAs drained it
                     ptx.tcgen05_fence_after()
                     d_tmem = tmem + acc * ACC_COLS
@@ -184,7 +199,7 @@ def make_kernel(depth, group=GROUP):
                     if ptx.elect_sync():
                         ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), PAIR)
                     acc, acc_phase = pipeline.advance(acc, acc_phase, ACC_STAGES)
-                    t += num_clusters
+                    more, _t, cs, cp = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, cs, cp)
         elif warp < 4:
             # step 8's writeback, over this CTA's 128 rows x 256 columns; stores past D's edges are clipped
             ptx.set_warp_role(ROLE_WRITEBACK)
@@ -197,8 +212,11 @@ def make_kernel(depth, group=GROUP):
             lanes = tmem + ((32 * warp) << 16)
             acc = uint32(0)
             acc_phase = uint32(0)
-            t = cluster
-            while t < num_tiles:
+            t = schedule.clc_first(cluster)
+            more = uint32(1)
+            cs = uint32(0)
+            cp = uint32(0)
+            while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)
@@ -225,9 +243,20 @@ def make_kernel(depth, group=GROUP):
                                            SUBTILES_PER_GROUP, STAGING_GROUPS)
                         ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
                 acc, acc_phase = pipeline.advance(acc, acc_phase, ACC_STAGES)
-                t += num_clusters
+                more, t, cs, cp = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, cs, cp)
             if tid == 0:
                 ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
+
+        elif warp == SCHEDULER_WARP:
+            if rank == 0:  # asks the chip for the next tile, one response ahead of the roles
+                ptx.set_warp_role(ROLE_SCHEDULER)
+                peer_clc_full0 = ptx.mapa(base + CLC_FULL, 1)
+                more = uint32(1)
+                cs = uint32(0)
+                cp = uint32(0)
+                while more:
+                    schedule.clc_request(base + CLC_RESP, base + CLC_FULL, peer_clc_full0, base + CLC_EMPTY, cs, cp)
+                    more, _t, cs, cp = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, cs, cp)
 
         ptx.tcgen05_fence_before()
         ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
@@ -281,11 +310,12 @@ def gemm_v10(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_dep
     num_m, num_n = -(-m // CLUSTER_M), -(-n // CLUSTER_N)
     num_clusters = persistent_size(backend, num_clusters, EMULATOR_CLUSTERS, 2)
     kernel, kplan = make_kernel(pipe_depth, group)
-    return tma_launch(kernel, (2 * min(num_clusters, num_m * num_n), 1), a, b, m, n, k, backend, policy, seed,
+    tiles = num_m * num_n  # a cluster per tile; on the emulator num_clusters of them run at once
+    return tma_launch(kernel, (2 * tiles, 1), a, b, m, n, k, backend, policy, seed,
                       trace, plan=kplan, threads=THREADS, cluster=(2, 1, 1),
                       boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, SUBTILE_COLS, SUBTILE_SWIZZLE)),
                       extra=scheduler_args(num_m, num_n, group), k_tiles=-(-k // BLOCK_K),
-                      d_pitch=padded_pitch(n), out=out)
+                      d_pitch=padded_pitch(n), out=out, resident=min(num_clusters, tiles))
 
 
 def _check_out(out, m, n):
