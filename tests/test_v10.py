@@ -111,3 +111,33 @@ def test_no_seam_between_tiles():
     assert len(v10.mma_times) >= 4 and len(v9.mma_times) >= 4
     assert v10.steady_fraction() < 0.05, v10
     assert v9.steady_fraction() > 0.2, v9
+
+
+def test_b200_path_cancels_clusters(monkeypatch):
+    """The B200 host path on the fake GPU (tests/fake_gpu), its launch run on the emulator: the whole
+    grid is launched (a cluster per tile, 2 x 3 here), and on a fake B200 of 4 SMs (2 pairs) the two
+    resident clusters cancel the other four and compute their tiles."""
+    import dataclasses
+
+    from tests.fake_gpu import FakeGpu, execute
+    from tests.fake_gpu.spec import B200
+
+    seen = {}
+
+    def emulated(gpu, launch, **opts):
+        seen["grid"], seen["cluster"] = tuple(launch.grid), tuple(launch.cluster)
+        seen["launch"] = execute.emulated(gpu, launch, **opts)
+
+    gpu = FakeGpu(dataclasses.replace(B200, sm_count=4), executor=emulated).install(monkeypatch)
+    try:
+        a, b = random_operands(300, 517, 64, seed=7)
+        d = gemm_v10(a, b, backend="blackwell")
+    finally:
+        FakeGpu.reset_caches()
+    res = compare(d, a, b)
+    assert res.ok, res.report()
+    assert d.shape == (300, 517)
+    (launch,) = gpu.kernel_launches()
+    assert launch.grid[0] == 2 * 6 and launch.cluster[0] == 2, "a cluster (of 2 CTAs) per tile"
+    clc = seen["launch"].clc
+    assert clc.resident == 2 and clc.cancelled == {2, 3, 4, 5} and clc.started == {0, 1}

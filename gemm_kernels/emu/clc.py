@@ -93,6 +93,8 @@ def decode(resp):
 
 class ClcRequest(AsyncOp):
     unit = "CLC"
+    drain_advice = ("Wait for every response you asked for, the last (failed) one included, before the CTA exits: "
+                    "each CTA of the cluster receives it.")
 
     def __init__(self, thread, resp_off, bar_off):
         cta = thread.cta
@@ -163,13 +165,17 @@ def read_response(thread, resp_addr):
     inflight = getattr(cta, "clc_in_flight", {}).get(off)
     landed = getattr(cta, "clc_landed", {}).get(off)
     op = inflight or landed
-    if op is not None and (inflight is not None or thread.warp.clock.vc[op.slot] < op.vc[op.slot]):
-        state = "has not landed yet" if inflight is not None else "landed, but no wait on its barrier orders it"
+    if op is None or inflight is not None or thread.warp.clock.vc[op.slot] < op.vc[op.slot]:
+        if op is None:
+            state, bar = "no try_cancel has written a response there yet", "its mbarrier"
+        else:
+            state = (f"the response of {op.arrival_text()} "
+                     + ("has not landed yet" if inflight is not None else "landed, but no wait on its barrier orders it"))
+            bar = op.bars[0].name
         raise ClcRuleError(
             f"{thread} read a try_cancel response at {text(site(2))} ({cta.smem.name_of(off)} of CTA {cta.rank_text()}) "
-            f"before its mbarrier phase completed: the response of {op.arrival_text()} {state}. Wait on "
-            f"{op.bars[0].name} for the phase that the response completes first (the PTX ISA: the response is valid "
-            f"only once the mbarrier's complete_tx has been observed).")
+            f"before its mbarrier phase completed: {state}. Wait on {bar} for the phase that the response completes "
+            f"first (the PTX ISA: the response is valid only once the mbarrier's complete_tx has been observed).")
     cta.smem.touch(off, off + RESPONSE_BYTES, False, site(2), thread)
     resp = cta.smem.buffer[off:off + RESPONSE_BYTES].copy()
     ok, x, y, z = decode(resp)

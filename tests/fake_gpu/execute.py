@@ -55,5 +55,5 @@ def emulated(gpu, launch, **run_options):
     # one CTA of these kernels): a kernel that cancels clusters (chapter 10) finds the rest waiting
     per_cluster = int(np.prod(launch.cluster)) if launch.cluster else 1
     run_options.setdefault("resident", max(1, gpu.spec.sm_count // per_cluster))
-    emu.run(launch.dispatcher, grid, launch.block, tuple(args), cluster=launch.cluster,
-            shared_bytes=launch.shared_bytes, tensor_maps=models, **run_options)
+    return emu.run(launch.dispatcher, grid, launch.block, tuple(args), cluster=launch.cluster,
+                   shared_bytes=launch.shared_bytes, tensor_maps=models, **run_options)
