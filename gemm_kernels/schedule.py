@@ -40,10 +40,12 @@ def clc_first(cluster):
 
 
 @cuda.jit(device=True, forceinline=True)
-def clc_request(resp0, full0, peer_full0, empty0, stage, phase):
-    """The scheduler warp (leader CTA): wait until every role has read slot ``stage`` (its previous
-    response), announce the response's 16 bytes on both CTAs' ``clc_full[stage]``, and ask for a
-    cluster (one elected lane). ``peer_full0``: the peer's clc_full ring through ``mapa``."""
+def clc_request(resp0, full0, peer_full0, empty0, count):
+    """The scheduler warp (leader CTA), for its ``count``-th request (from 0): wait until every role
+    has read the slot's previous response, announce the response's 16 bytes on both CTAs'
+    ``clc_full``, and ask for a cluster (one elected lane). ``peer_full0``: the peer's clc_full ring
+    through ``mapa``."""
+    stage, phase = pipeline.ring_slot(count, CLC_STAGES)
     pipeline.wait(empty0, stage, phase ^ uint32(1))  # a fresh slot passes at once (parity 1)
     if ptx.elect_sync():
         ptx.mbarrier_arrive_expect_tx(pipeline.barrier(full0, stage), RESPONSE_BYTES)
@@ -53,13 +55,14 @@ def clc_request(resp0, full0, peer_full0, empty0, stage, phase):
 
 
 @cuda.jit(device=True, forceinline=True)
-def clc_next(resp0, full0, leader_empty0, stage, phase):
-    """Every role after its tile (the whole warp): wait for the response in slot ``stage``, decode it,
-    hand the slot back (one lane per warp, on the leader's ``clc_empty``) and step the ring.
-    Returns (ok, tile, stage, phase): ok = 0 when no cluster was left (the role's loop ends)."""
+def clc_next(resp0, full0, leader_empty0, count):
+    """Every role after its ``count``-th tile (from 0; the whole warp): wait for the response that
+    names the next tile, decode it, and hand its slot back (an elected lane per warp, on the
+    leader's ``clc_empty``). Every role reads the responses in the same order, so the slot follows
+    from the count (``ring_slot``). Returns (ok, tile): ok = 0 when no cluster was left."""
+    stage, phase = pipeline.ring_slot(count, CLC_STAGES)
     pipeline.wait(full0, stage, phase)
     ok, first_x = ptx.clc_query_cancel(pipeline.stage_buffer(resp0, stage, RESPONSE_BYTES))
     if ptx.elect_sync():
         ptx.mbarrier_arrive_remote(pipeline.barrier(leader_empty0, stage))
-    stage, phase = pipeline.advance(stage, phase, CLC_STAGES)
-    return ok, uint32(first_x >> uint32(1)), stage, phase  # a pair's first CTA: x = 2 x its cluster
+    return ok, uint32(first_x >> uint32(1))  # a pair's first CTA: x = 2 x its cluster

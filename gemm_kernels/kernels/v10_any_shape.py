@@ -146,8 +146,7 @@ def make_kernel(depth, group=GROUP):
             k_end = uint32(k_tiles * BLOCK_K)
             t = schedule.clc_first(cluster)
             more = uint32(1)
-            cs = uint32(0)  # the CLC ring's position
-            cp = uint32(0)
+            done = uint32(0)  # tiles done: the CLC ring's position follows from it
             while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 a_row = m_idx * CLUSTER_M + rank * CTA_M  # this CTA's rows of the tile
@@ -165,7 +164,8 @@ def make_kernel(depth, group=GROUP):
                                             leader_tma2mma)
                     stage, phase = pipeline.advance(stage, phase, DEPTH)
                     k0 = uint32(k0 + uint32(BLOCK_K))
-                more, t, cs, cp = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, cs, cp)
+                more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
+                done = uint32(done + uint32(1))
             pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)  # step 8's tail
         elif warp == MMA_WARP:
             if rank == 0:  # step 8's MMA warp, issuing for the pair into two accumulators
@@ -174,13 +174,11 @@ def make_kernel(depth, group=GROUP):
                 b_lo = sw128_desc_lo(base + B0)
                 stage = uint32(0)
                 phase = uint32(0)
-                acc = uint32(0)
-                acc_phase = uint32(1)
+                done = uint32(0)  # tiles done: the accumulator and the CLC slot follow from it
                 more = uint32(1)
-                cs = uint32(0)
-                cp = uint32(0)
                 while more:
-                    pipeline.wait(base + LD2MMA, acc, acc_phase)  # both CTAs drained it
+                    acc, acc_phase = pipeline.ring_slot(done, ACC_STAGES)
+                    pipeline.wait(base + LD2MMA, acc, acc_phase ^ uint32(1))  # both CTAs drained it
                     ptx.tcgen05_fence_after()
                     d_tmem = tmem + acc * ACC_COLS
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
@@ -198,8 +196,8 @@ def make_kernel(depth, group=GROUP):
                         stage, phase = pipeline.advance(stage, phase, DEPTH)
                     if ptx.elect_sync():
                         ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), PAIR)
-                    acc, acc_phase = pipeline.advance(acc, acc_phase, ACC_STAGES)
-                    more, _t, cs, cp = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, cs, cp)
+                    more, _t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
+                    done = uint32(done + uint32(1))
         elif warp < 4:
             # step 8's writeback, over this CTA's 128 rows x 256 columns; stores past D's edges are clipped
             ptx.set_warp_role(ROLE_WRITEBACK)
@@ -210,13 +208,11 @@ def make_kernel(depth, group=GROUP):
             staging = base + D_STAGING
             chunks = subtile_row_chunks(subtile_row(staging, tid))  # this thread's row, buffer 0
             lanes = tmem + ((32 * warp) << 16)
-            acc = uint32(0)
-            acc_phase = uint32(0)
             t = schedule.clc_first(cluster)
             more = uint32(1)
-            cs = uint32(0)
-            cp = uint32(0)
+            done = uint32(0)  # tiles done: the accumulator and the CLC slot follow from it
             while more:
+                acc, acc_phase = pipeline.ring_slot(done, ACC_STAGES)
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)
@@ -242,8 +238,8 @@ def make_kernel(depth, group=GROUP):
                                            staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES,
                                            SUBTILES_PER_GROUP, STAGING_GROUPS)
                         ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
-                acc, acc_phase = pipeline.advance(acc, acc_phase, ACC_STAGES)
-                more, t, cs, cp = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, cs, cp)
+                more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
+                done = uint32(done + uint32(1))
             if tid == 0:
                 ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
 
@@ -252,11 +248,11 @@ def make_kernel(depth, group=GROUP):
                 ptx.set_warp_role(ROLE_SCHEDULER)
                 peer_clc_full0 = ptx.mapa(base + CLC_FULL, 1)
                 more = uint32(1)
-                cs = uint32(0)
-                cp = uint32(0)
+                asked = uint32(0)
                 while more:
-                    schedule.clc_request(base + CLC_RESP, base + CLC_FULL, peer_clc_full0, base + CLC_EMPTY, cs, cp)
-                    more, _t, cs, cp = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, cs, cp)
+                    schedule.clc_request(base + CLC_RESP, base + CLC_FULL, peer_clc_full0, base + CLC_EMPTY, asked)
+                    more, _t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, asked)
+                    asked = uint32(asked + uint32(1))
 
         ptx.tcgen05_fence_before()
         ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
