@@ -1,4 +1,4 @@
-"""Compared with step 9: any M, N and K a multiple of 8 (TMA zero fill and clipping), and no seam between tiles.
+"""Compared with step 9: any shape (TMA zero fill, clipping), no seam (step 8's two accumulators), CLC scheduling.
 
 Step 10: the GEMM people call with their own matrices.
 
@@ -27,6 +27,15 @@ What this costs: step 9's B reuse. Each B byte feeds one MMA again (32 KiB of lo
 128 x 256 x 64 of MMAs, step 9: 24 KiB), and where the TMA feed is the limit (the emulator's one
 cluster at 1024 x 768 x 1024) step 10 takes longer than step 9 despite the seam it removes.
 
+The scheduler. The grid has a cluster per tile, and a cluster's first tile is its own. A scheduler
+warp in the leader asks the chip for a cluster that has not started (clusterlaunchcontrol.try_cancel,
+multicast to both CTAs); the cancelled cluster never runs and its tile is this cluster's next
+(gemm_kernels.schedule). Every role reads every response from a ring of two 16-byte slots and stops
+after the first failed one; the roles derive the slot, and the accumulator, from their tile count
+(pipeline.ring_slot). Tile numbers still go through grouped_tile. The last partial wave is kept as
+it is: CLC balances whole tiles, and at the sizes where the wave costs most the model finds the TMA
+feed the limit (the chapter's "The last wave").
+
 Set-up in the order the ISA asks for a pair: barrier inits and their fence, the cluster barrier
 (the peer is running and sees the barriers), then the cta_group::2 TMEM allocation (which writes
 into the peer's shared memory), then the tcgen05 fences around a CTA barrier that publish the
@@ -36,7 +45,9 @@ The handoffs, with step 8's names:
   tma2mma[s]  the leader's: both CTAs' A and B halves, 64 KiB announced by the leader (OOB fill included)
   mma2tma[s]  the leader's commit multicasts to both CTAs
   mma2ld[a]   per accumulator, multicast to both CTAs
-  ld2mma[a]   per accumulator, the leader's, 8 arrivals: one lane of each writeback warp, 4 per CTA"""
+  ld2mma[a]   per accumulator, the leader's, 8 arrivals: one lane of each writeback warp, 4 per CTA
+  clc_full[s] per CTA: the leader's scheduler announces 16 bytes (the peer's through mapa), the response lands
+  clc_empty[s] the leader's, CLC_READERS arrivals: one lane of each warp that read slot s"""
 import functools
 
 from numba import cuda, uint8, uint32
