@@ -1,4 +1,4 @@
-"""The registry of the nine steps: each chapter's host entry, kernel, signature and limits.
+"""The registry of the steps: each chapter's host entry, kernel, signature and limits.
 
 ``CHAPTERS[n]`` is a ``Chapter``; its ``entry(a, b, *, backend=None, **config)`` computes D = A @ B.T.
 Steps whose kernels are not written yet are absent (the book says so)."""
@@ -61,4 +61,6 @@ CHAPTERS = {
                (512, 768, 192)),
     9: Chapter(9, "Two MMA consumers", "v9_two_consumers", "gemm_v9", "gemm_v9_kernel", (512, 256, 64),
                (1024, 512, 192)),
+    10: Chapter(10, "Any shape, no seam", "v10_any_shape", "gemm_v10", "gemm_v10_kernel", (1, 1, 8),
+                (300, 261, 200)),
 }

@@ -100,6 +100,16 @@ def advance(stage, phase, depth):
 
 
 @cuda.jit(device=True, forceinline=True)
+def ring_slot(count, depth):
+    """(stage, phase) of the ``count``-th use (from 0) of a ring of ``depth`` stages: the position
+    ``advance`` reaches after ``count`` steps from (0, 0). Roles that step a ring once per tile derive
+    it from their tile count this way, so they cannot drift apart. ``depth`` a compile-time power of
+    two: a mask and a shift."""
+    c = uint32(count)
+    return uint32(c % uint32(depth)), uint32(uint32(c // uint32(depth)) & uint32(1))
+
+
+@cuda.jit(device=True, forceinline=True)
 def producer_tail(empty0, stage, phase, depth):
     """The producer's last act (CUTLASS's producer tail): wait on each stage's "empty" barrier (the
     ``depth`` barriers of the ring at ``empty0``) once more, from ring position (stage, phase) on,

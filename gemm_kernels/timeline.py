@@ -63,6 +63,7 @@ KINDS = {
     "arrive": Kind("#D55E00", "mbarrier arrive (expect_tx)", "tick"),
     "commit": Kind("#00365A", "tcgen05.commit", "tick"),
     "tma.issue": Kind("#56B4E9", "TMA issued", "tick"),
+    "clc.try_cancel": Kind("#F0E442", "clusterlaunchcontrol.try_cancel", "tick"),
 }
 #: TMA loads of ring stage s are hatched STAGE_HATCHES[s % len]
 STAGE_HATCHES = ("", "////", "\\\\\\\\", "xxx")

@@ -54,6 +54,7 @@ class Trace:
 
 
 #: Role codes a kernel passes to ``ptx.set_warp_role`` (an int, since device code has no strings).
-ROLE_TMA, ROLE_MMA, ROLE_WRITEBACK, ROLE_WRITEBACK1, ROLE_MMA1, ROLE_ALL = 1, 2, 3, 4, 5, 6
+ROLE_TMA, ROLE_MMA, ROLE_WRITEBACK, ROLE_WRITEBACK1, ROLE_MMA1, ROLE_ALL, ROLE_SCHEDULER = 1, 2, 3, 4, 5, 6, 7
 ROLES = {ROLE_TMA: "TMA producer", ROLE_MMA: "MMA issuer", ROLE_WRITEBACK: "writeback",
-         ROLE_WRITEBACK1: "writeback 1", ROLE_MMA1: "MMA issuer 1", ROLE_ALL: "all warps"}
+         ROLE_WRITEBACK1: "writeback 1", ROLE_MMA1: "MMA issuer 1", ROLE_ALL: "all warps",
+         ROLE_SCHEDULER: "tile scheduler"}

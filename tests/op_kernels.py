@@ -139,6 +139,32 @@ def k_mbarrier_arrive_cluster(tmap, x, out, fout):
     ptx.mbarrier_arrive_cluster(ptx.mapa(ptx.shared_addr(bars), x & uint32(1)))
 
 
+def k_mbarrier_arrive_expect_tx_cluster(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.mbarrier_arrive_expect_tx_cluster(ptx.mapa(ptx.shared_addr(bars), x & uint32(1)), 16)
+
+
+def k_mbarrier_arrive_remote(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.mbarrier_arrive_remote(ptx.mapa(ptx.shared_addr(bars), x & uint32(1)))
+
+
+def k_clc_try_cancel_multicast(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)  # 16 bytes, 16-byte aligned: bars[0] the response, bars[1] its barrier
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.clc_try_cancel_multicast(ptx.shared_addr(bars), ptx.shared_addr(bars) + uint32(8))
+
+
+def k_clc_query_cancel(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ok, cx = ptx.clc_query_cancel(ptx.shared_addr(bars))
+    out[1] = ok
+    out[2] = cx
+
+
 def k_mbarrier_arrive_relaxed_cluster(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x

@@ -15,7 +15,7 @@ def _code_cells(text):
     return re.findall(r"```\{code-cell\} ipython3\n(.*?)```", text, flags=re.S)
 
 
-@pytest.mark.parametrize("page", sorted((ROOT / "chapters").glob("0*.md")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("page", sorted((ROOT / "chapters").glob("[0-9][0-9]-*.md")), ids=lambda p: p.stem)
 def test_every_chapter_starts_with_the_switch(page):
     cells = _code_cells(page.read_text())
     assert SWITCH in cells[0], f"{page.name}: the first code cell must be the BACKEND switch"

@@ -15,7 +15,7 @@ def build(kernel, sig):
 # headroom. A jump past it means something started holding far more in registers (e.g. a whole
 # accumulator row), long before it would spill. The one independent limit is the hardware's: 65536
 # registers per SM, so V9's 384 threads per CTA cannot have more than 170 (test_register_hard_ceiling).
-REGISTER_LOCK = {1: 64, 2: 96, 3: 96, 4: 112, 5: 112, 6: 112, 7: 168, 8: 168, 9: 120}
+REGISTER_LOCK = {1: 64, 2: 96, 3: 96, 4: 112, 5: 112, 6: 112, 7: 168, 8: 168, 9: 120, 10: 80}
 
 TEACHES = {
     1: ["UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "SYNCS"],
@@ -29,6 +29,7 @@ TEACHES = {
     8: ["UTMALDG.2D.2CTA", "UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST", "UTCATOMSWS.2CTA", "LDTM", "UCGABAR_ARV",
         "UCGABAR_WAIT"],
     9: ["UTMALDG.2D.2CTA", "UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST", "UTCATOMSWS.2CTA", "LDTM"],
+    10: ["UTMALDG.2D.2CTA", "UTMASTG", "UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST", "UTCATOMSWS.2CTA", "LDTM"],
 }
 
 

@@ -59,6 +59,8 @@ SASS_SM100 = {
     "mbarrier_expect_tx": ("SYNCS.ARRIVE.TRANS64.RED.A0TR", None),   # an "arrive" of 0 with tx
     "mbarrier_arrive_cluster": ("SYNCS.ARRIVE.TRANS64.RED.A1T0", None),  # after MEMBAR.ALL.GPU, CGAERRBAR
     "mbarrier_arrive_relaxed_cluster": ("SYNCS.ARRIVE.TRANS64.RED.A1T0", None),  # alone: no MEMBAR, no ERRBAR
+    "mbarrier_arrive_expect_tx_cluster": ("SYNCS.ARRIVE.TRANS64.RED", None),  # relaxed: no MEMBAR, no ERRBAR
+    "mbarrier_arrive_remote": ("SYNCS.ARRIVE.TRANS64.RED.A1T0", None),  # release.cta: no MEMBAR either
     "mbarrier_wait": ("SYNCS.PHASECHK.TRANS64.TRYWAIT", None),
     "mbarrier_wait_sleep": [("SYNCS.PHASECHK.TRANS64.TRYWAIT", None), ("NANOSLEEP.SYNCS", None)],  # the hint
     "mbarrier_wait_cluster": ("SYNCS.PHASECHK.TRANS64.TRYWAIT", None),  # + CCTL.IVALL (acquire.cluster)
@@ -93,6 +95,9 @@ SASS_SM100 = {
     "bulk_wait_group_read2": ("DEPBAR.LE", "0x2"),
     "bulk_wait_group_read3": ("DEPBAR.LE", "0x3"),
     "prefetch_tensormap": ("UTMACCTL.PF", None),
+    # cluster launch control
+    "clc_try_cancel_multicast": ("UGETNEXTWORKID.BROADCAST", None),
+    "clc_query_cancel": ("LDS.128", None),             # the response, read in one; decoding is LOP3/SEL
     # warps, CTAs, clusters
     "elect_sync": ("ELECT", None),
     "warp_uniform": ("SHFL.IDX", None),
@@ -115,7 +120,7 @@ SASS_SM100 = {
 
 #: ops that exist on Hopper too (everything but tcgen05/TMEM and the CTA-pair TMA); they must
 #: build for sm_90a, the H200's target
-HOPPER_OPS = [op for op in OPS if not op.startswith(("tcgen05", "tmem_")) and op != "tma_load_2d_cg2"]
+HOPPER_OPS = [op for op in OPS if not op.startswith(("tcgen05", "tmem_", "clc_")) and op != "tma_load_2d_cg2"]
 BLACKWELL_ONLY_OPS = [op for op in OPS if op not in HOPPER_OPS]
 
 # sm_90a differs from SASS_SM100 only here: %cluster_nctarank is a constant-bank load
@@ -303,7 +308,7 @@ def test_sm90a_build(op):
 
 @pytest.mark.parametrize("op", BLACKWELL_ONLY_OPS)
 def test_sm90a_rejects_blackwell_only_ops(op):
-    with pytest.raises(Exception, match=r"not supported on \.target 'sm_90a'"):
+    with pytest.raises(Exception, match=r"not supported on \.target 'sm_90a'|requires \.target sm_100 or higher"):
         _op_build(op, "sm_90a")
 
 

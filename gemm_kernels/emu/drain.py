@@ -85,8 +85,8 @@ def _report(cta, bar, op, state):
              "PTX ISA does not order two commits' arrivals." if op.unit == "tensor core" else "")
     return (f"CTA {cta.rank_text()} exited, but the arrival of {op.arrival_text()} on mbarrier {bar.name}{_of(bar, cta)} "
             f"{state}.{pair} On the chip it may land after the CTA is gone, in shared memory that the next CTA on "
-            f"the SM already uses. Drain before exit: wait on each stage's barrier once more after the last tile "
-            f"(pipeline.producer_tail), so that every arrival has landed.{later}")
+            f"the SM already uses. " + getattr(op, "drain_advice", "Drain before exit: wait on each stage's barrier "
+            "once more after the last tile (pipeline.producer_tail), so that every arrival has landed.") + later)
 
 
 def arrival_text(op, what):

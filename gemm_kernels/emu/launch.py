@@ -38,6 +38,7 @@ class Launch:
         self.scheduler = None
         self.tensor_maps = {}
         self.cta_group = None  # 1 or 2 once a tcgen05 op ran
+        self.clc = None  # the cluster launch control unit (emu/clc.py), for a launch with ``resident``
         self.multi_cta = self.grid[0] * self.grid[1] * self.grid[2] > 1
         for g, c in zip(self.grid, self.cluster_dims):
             if g % c:
@@ -161,7 +162,7 @@ def _run_on_sms(launch, fn, args, nthreads, sms, policy, seed, only_clusters):
 
 
 def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy="lazy", seed=0,
-        trace=False, names=None, tensor_maps=None, timing=False, only_clusters=None, sms=None):
+        trace=False, names=None, tensor_maps=None, timing=False, only_clusters=None, sms=None, resident=None):
     """Run ``kernel`` (a ``numba.cuda.jit`` kernel or its Python function) on the emulator.
 
     ``args`` are numpy arrays (global memory) and integers, as the kernel receives them.
@@ -170,11 +171,20 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     Returns the Launch (``.trace`` holds the events when ``trace=True``).
     ``timing``/``only_clusters``: gemm_kernels.perf's timing mode (no values) and the clusters it runs.
     ``sms``: place the CTAs on this many SMs sharing TMEM (default: ``on_sms``'s, else one SM each).
+    ``resident``: a launch for cluster launch control (emu/clc.py): that many clusters run at once and
+    the others wait to be launched; a cluster cancelled by a try_cancel never starts.
     """
     sms = sms if sms is not None else _placement["sms"]
+    if sms is not None and resident is not None:
+        raise ValueError("run: sms (CTAs sharing an SM's TMEM) and resident (cluster launch control) "
+                         "are separate placements; give one of them")
     launch = Launch(grid, block, cluster, shared_bytes, policy, seed, trace, names, timing)
     if tensor_maps:
         launch.tensor_maps.update(tensor_maps)
+    if resident is not None:
+        from .clc import ClcUnit
+
+        launch.clc = ClcUnit(launch, resident, policy)
     fn = kernel_function(kernel)
     args = tuple(a.view(GlobalView) if isinstance(a, np.ndarray) else a for a in args)
     nthreads = launch.block[0] * launch.block[1] * launch.block[2]
@@ -187,6 +197,10 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
         for index, blocks in launch.clusters():
             if only_clusters is not None and index not in only_clusters:
                 continue
+            if launch.clc is not None:
+                if index in launch.clc.cancelled:
+                    continue  # cancelled by a try_cancel: it never starts
+                launch.clc.starts(index)
             sched = Scheduler(policy, seed + index)
             launch.scheduler = sched
             cl = Cluster(launch, index, blocks, nthreads, launch.shared_bytes)

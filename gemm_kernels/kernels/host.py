@@ -75,11 +75,11 @@ from ..check import reference  # noqa: E402,F401  (kept importable from here)
 
 
 def run_on_emulator(kernel, grid, block, args, *, plan, cluster=(1, 1, 1), policy="lazy", seed=0,
-                    trace=False, tensor_maps=None):
+                    trace=False, tensor_maps=None, resident=None):
     from .. import emu
 
     return emu.run(kernel, grid, block, args, cluster=cluster, shared_bytes=plan.size, policy=policy, seed=seed,
-                   trace=trace, names=plan.regions, tensor_maps=tensor_maps)
+                   trace=trace, names=plan.regions, tensor_maps=tensor_maps, resident=resident)
 
 
 def run_on_gpu(kernel, grid, block, args, *, plan, cluster=(1, 1, 1)):
@@ -119,26 +119,35 @@ EMULATOR_CTAS = 3
 
 
 def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, plan, threads, boxes,
-               cluster=(1, 1, 1), extra=()):
-    """Shared by steps 4-9: build the three tensor maps, launch, return D (and the launch)."""
+               cluster=(1, 1, 1), extra=(), k_tiles=None, d_pitch=None, out=None, resident=None):
+    """Shared by steps 4-10: build the three tensor maps, launch, return D (and the launch).
+    Step 10's extras: ``k_tiles`` (default K / 64), ``d_pitch`` (D's row pitch in elements, default
+    N: D is then the M x N view of an M x d_pitch array), ``out`` (the M x N array to write) and
+    ``resident`` (cluster launch control: the grid has a cluster per tile, of which this many run at
+    once on the emulator; on a B200 the whole grid is launched and the chip decides)."""
     import numpy as np
 
-    from .tensor_maps import emulator_maps, gpu_maps
+    from .tensor_maps import FirstColumns, emulator_maps, gpu_maps
 
     (am, ak), (bm, bk), (dm, dn, *dswz) = boxes  # the D box may name its swizzle (default 128B)
-    d = np.zeros((m, n), dtype=np.float16)
+    k_tiles = k // 64 if k_tiles is None else k_tiles
+    pitch = n if d_pitch is None else d_pitch
+    d = np.zeros((m, pitch), dtype=np.float16)[:, :n] if out is None else out
     dspec = ("D", d, dm, dn) + tuple(dswz)
     if backend == "emulator":
         addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), dspec])
-        launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k // 64,) + tuple(extra), plan=plan,
-                                 cluster=cluster, policy=policy, seed=seed, trace=trace, tensor_maps=models)
+        clc = {} if resident is None else {"resident": resident}
+        launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k_tiles,) + tuple(extra), plan=plan,
+                                 cluster=cluster, policy=policy, seed=seed, trace=trace, tensor_maps=models, **clc)
         return Launched(d, backend, launch) if trace else d
     from numba import cuda
 
-    da, db, dd = cuda.to_device(a), cuda.to_device(b), cuda.to_device(d)
+    da, db = cuda.to_device(a), cuda.to_device(b)
+    d_full = cuda.to_device(np.zeros((m, pitch), dtype=np.float16))
+    dd = d_full if pitch == n else FirstColumns(d_full, n)  # the map's rows are N long: the padding is never written
     addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn) + tuple(dswz)])
-    args = tuple(np.uint64(x) for x in addrs) + (np.int32(k // 64),) + tuple(extra)
-    if cluster != (1, 1, 1):
+    args = tuple(np.uint64(x) for x in addrs) + (np.int32(k_tiles),) + tuple(extra)
+    if cluster != (1, 1, 1) and resident is None:
         # a persistent grid of clusters: no more clusters than can be resident at once (not every
         # pair of SMs need be able to host one), or the extra ones would run as a second wave
         from ..runtime.launch import max_active_clusters
@@ -148,4 +157,8 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
     run_on_gpu(kernel, grid, threads, args, plan=plan, cluster=cluster)
     cuda.synchronize()
     del keep
-    return dd.copy_to_host()
+    result = d_full.copy_to_host()[:, :n]
+    if out is None:
+        return result
+    out[...] = result
+    return out

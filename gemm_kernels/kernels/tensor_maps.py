@@ -34,3 +34,21 @@ def gpu_maps(specs):
 
     maps = [encode_on_gpu(describe(arr, rows, cols, *swz), arr) for _, arr, rows, cols, *swz in specs]
     return [m.address for m in maps], maps
+
+
+class FirstColumns:
+    """The first ``cols`` columns of a 2-D device array, as a tensor map sees them (shape, strides,
+    dtype and the device address): step 10's D with a padded pitch. Device arrays need not support
+    slicing for this."""
+
+    def __init__(self, array, cols):
+        self.array = array
+        self.shape = (array.shape[0], int(cols))
+        self.strides = tuple(array.strides)
+        self.dtype = array.dtype
+
+    @property
+    def __cuda_array_interface__(self):
+        cai = dict(self.array.__cuda_array_interface__)
+        cai.update(shape=self.shape, strides=self.strides)
+        return cai

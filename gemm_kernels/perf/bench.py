@@ -94,7 +94,7 @@ def write_json(report, path):
     return path
 
 
-MODELLED = range(4, 10)  # chapters with TMA tensor maps; 1-3 load with ordinary loads (not modelled at full size)
+MODELLED = range(4, 11)  # chapters with TMA tensor maps; 1-3 load with ordinary loads (not modelled at full size)
 
 
 def run_cli(args, chapters, sizes, depths, log):
@@ -103,7 +103,8 @@ def run_cli(args, chapters, sizes, depths, log):
 
     outside = [c for c in chapters if c not in MODELLED]
     if outside:
-        print(f"error: the B200 model covers chapters 4-9; drop {outside} from --chapters", file=sys.stderr)
+        print(f"error: the B200 model covers chapters {MODELLED.start}-{MODELLED.stop - 1}; drop {outside} from "
+              f"--chapters", file=sys.stderr)
         return 2
     report = run(chapters, sizes, depths, log=log)
     print(table(report))

@@ -69,11 +69,11 @@ def run_share(chapter, m, n, k, *, sm_count=148, keep_trace=False, timing=True, 
     real = host.run_on_emulator
 
     def run_on_emulator(kernel, grid, block, args, *, plan, cluster=(1, 1, 1), policy="lazy", seed=0, trace=False,
-                        tensor_maps=None):
+                        tensor_maps=None, **clc):  # clc: resident= (chapter 10's cluster launch control)
         seen.update(grid=grid, block=block, cluster=cluster, shared_bytes=plan.size)
         seen["launch"] = emu.run(kernel, grid, block, args, cluster=cluster, shared_bytes=plan.size, policy=policy,
                                  seed=seed, trace=True, names=plan.regions, tensor_maps=tensor_maps, timing=timing,
-                                 only_clusters={0})
+                                 only_clusters={0}, **clc)
         return seen["launch"]
 
     a = np.zeros((m, k), np.float16)  # never read in timing mode (pages stay untouched)

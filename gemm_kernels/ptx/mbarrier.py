@@ -85,6 +85,34 @@ def _mbarrier_expect_tx(bar, nbytes):
     t.advance()
 
 
+mbarrier_arrive_expect_tx_cluster = asm_op(
+    "mbarrier_arrive_expect_tx_cluster",
+    "mbarrier.arrive.expect_tx.relaxed.cluster.shared::cluster.b64 _, [{bar}], {nbytes};",
+    operands=(("bar", u32), ("nbytes", u32)),
+    doc="mbarrier_arrive_expect_tx on an mbarrier given by a ``.shared::cluster`` address (a peer CTA's, "
+        "through ``mapa``): announce ``nbytes`` that an asynchronous unit will complete there, and arrive "
+        "(relaxed, cluster scope: it publishes no data; the bytes it announces are ordered by their own "
+        "complete_tx). Chapter 10's scheduler announces each multicast CLC response this way.")
+
+
+@twin(mbarrier_arrive_expect_tx_cluster)
+def _mbarrier_arrive_expect_tx_cluster(bar, nbytes):
+    _arrive(_thread(), bar, nbytes, "mbarrier.arrive.expect_tx (cluster)")
+
+
+mbarrier_arrive_remote = asm_op(
+    "mbarrier_arrive_remote", "mbarrier.arrive.shared::cluster.b64 _, [{bar}];",
+    operands=(("bar", u32),),
+    doc="Arrive once (release at the default CTA scope) on an mbarrier given by a ``.shared::cluster`` "
+        "address (a peer's, through ``mapa``): the form CUTLASS uses to hand a CLC response slot back "
+        "(its reads are ordered before the arrival without the GPU-scope fence of the .cluster form).")
+
+
+@twin(mbarrier_arrive_remote)
+def _mbarrier_arrive_remote(bar):
+    _arrive(_thread(), bar, 0, "mbarrier.arrive (remote)")
+
+
 mbarrier_arrive_cluster = asm_op(
     "mbarrier_arrive_cluster", "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{bar}];",
     operands=(("bar", u32),),

@@ -51,5 +51,9 @@ def emulated(gpu, launch, **run_options):
         else:
             args.append(val)
     grid = tuple(g for g in launch.grid)
-    emu.run(launch.dispatcher, grid, launch.block, tuple(args), cluster=launch.cluster,
-            shared_bytes=launch.shared_bytes, tensor_maps=models, **run_options)
+    # the clusters the device holds at once (one per SM group; the fake's shared memory per SM allows
+    # one CTA of these kernels): a kernel that cancels clusters (chapter 10) finds the rest waiting
+    per_cluster = int(np.prod(launch.cluster)) if launch.cluster else 1
+    run_options.setdefault("resident", max(1, gpu.spec.sm_count // per_cluster))
+    return emu.run(launch.dispatcher, grid, launch.block, tuple(args), cluster=launch.cluster,
+                   shared_bytes=launch.shared_bytes, tensor_maps=models, **run_options)

@@ -1,0 +1,339 @@
+"""Compared with step 9: any shape (TMA zero fill, clipping), no seam (step 8's two accumulators), CLC scheduling.
+
+Step 10: the GEMM people call with their own matrices.
+
+Edge tiles. The grid covers ceil(M / 256) x ceil(N / 256) cluster tiles and the k-loop runs
+ceil(K / 64) k-blocks. A TMA load whose box reaches past the matrix fills the missing elements with
+zeros in shared memory and still completes the whole box's bytes on its barrier, so the expect_tx
+count does not change, and the zero rows, columns and k-columns add nothing to the accumulator.
+A TMA store whose box reaches past D writes only the elements inside D's bounds (the tensor map's
+global dimensions), so the kernel is the same for every shape: no masks, no branches. The one rule
+left is the TMA's: every row of a matrix starts 16-byte aligned, so K is a multiple of 8, and D,
+whose rows have N elements, gets a padded pitch (N rounded up to 8) when N is not a multiple of 8;
+its tensor map keeps N as the row length, so the padding is never written, and the caller gets the
+M x N view.
+
+No seam. Step 9's two consumers fill all 512 TMEM columns with one tile, so its tensor core waits
+while that tile is written back (the seam). TMEM has 512 columns: a double-buffered accumulator is
+at most 2 x 256 columns, a 128 x 256 tile per CTA. So step 10 goes back to step 8's pair (a
+256 x 256 tile per cluster, one MMA issuer, two 256-column accumulators): the next tile's MMAs run
+into the other accumulator while this one drains. Measured in the emulator's timing mode
+(gemm_kernels.seam on a one-cluster run, 12 tiles at 1024 x 768 x 1024), the tensor core waits
+100 ns between tiles in the steady state, 2.3% of a tile's 4.4 us of MMAs; step 9 at the same shape
+waits 3.3 us per 8.8-us tile (37%). A second writeback warpgroup on 128-column halves (the other
+way to shorten the drain) was tried and changed no seam at K >= 512: the writeback's time is the
+TMA engine's store bytes, not the warps' work, so step 10 keeps step 8's one warpgroup.
+What this costs: step 9's B reuse. Each B byte feeds one MMA again (32 KiB of loads per CTA per
+128 x 256 x 64 of MMAs, step 9: 24 KiB), and where the TMA feed is the limit (the emulator's one
+cluster at 1024 x 768 x 1024) step 10 takes longer than step 9 despite the seam it removes.
+
+The scheduler. The grid has a cluster per tile, and a cluster's first tile is its own. A scheduler
+warp in the leader asks the chip for a cluster that has not started (clusterlaunchcontrol.try_cancel,
+multicast to both CTAs); the cancelled cluster never runs and its tile is this cluster's next
+(gemm_kernels.schedule). Every role reads every response from a ring of two 16-byte slots and stops
+after the first failed one; the roles derive the slot, and the accumulator, from their tile count
+(pipeline.ring_slot). Tile numbers still go through grouped_tile. The last partial wave is kept as
+it is: CLC balances whole tiles, and at the sizes where the wave costs most the model finds the TMA
+feed the limit (the chapter's "The last wave").
+
+Set-up in the order the ISA asks for a pair: barrier inits and their fence, the cluster barrier
+(the peer is running and sees the barriers), then the cta_group::2 TMEM allocation (which writes
+into the peer's shared memory), then the tcgen05 fences around a CTA barrier that publish the
+TMEM address to every warp.
+
+The handoffs, with step 8's names:
+  tma2mma[s]  the leader's: both CTAs' A and B halves, 64 KiB announced by the leader (OOB fill included)
+  mma2tma[s]  the leader's commit multicasts to both CTAs
+  mma2ld[a]   per accumulator, multicast to both CTAs
+  ld2mma[a]   per accumulator, the leader's, 8 arrivals: one lane of each writeback warp, 4 per CTA
+  clc_full[s] per CTA: the leader's scheduler announces 16 bytes (the peer's through mapa), the response lands
+  clc_empty[s] the leader's, CLC_READERS arrivals: one lane of each warp that read slot s"""
+import functools
+
+from numba import cuda, uint8, uint32
+
+from .. import pipeline, ptx, schedule
+from ..layouts import make_instr_desc
+from ..pipeline import grouped_tile, scheduler_args
+from ..smem_plan import SmemPlan
+from ..schedule import CLC_STAGES, RESPONSE_BYTES
+from ..trace import ROLE_MMA, ROLE_SCHEDULER, ROLE_TMA, ROLE_WRITEBACK
+from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
+from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, stage_subtile_row,
+                       store_subtiles, subtile_row, subtile_row_chunks, tmem_load_subtile)
+from .host import GROUP, tma_launch
+
+CTA_M, CTA_N, BLOCK_K, MMA_K = 128, 128, 64, 16  # what one CTA loads per stage (step 8's)
+CLUSTER_M, CLUSTER_N = 256, 256
+TILE_BYTES = CTA_M * BLOCK_K * 2
+STAGE_DESC_STEP = TILE_BYTES >> 4  # one stage further in a descriptor's low word
+ACC_COLS = CLUSTER_N  # one accumulator: this CTA's 128 rows x all 256 columns, fp32
+ACC_STAGES = 2  # 2 x 256 columns: all of TMEM
+TMEM_COLS = ACC_COLS * ACC_STAGES
+IDESC = make_instr_desc(CLUSTER_M, CLUSTER_N, cta_group=2)
+DEFAULT_DEPTH = 6  # step 8's: 6 x 32 KiB of A/B stages + 4 x 8 KiB of staging per CTA
+EMULATOR_CLUSTERS = 2
+STAGING_BUFFERS = 4  # step 8's ring of 8 KiB subtile buffers,
+SUBTILES_PER_GROUP = 2  # stored in groups of two subtiles (one bulk group each)
+STAGING_GROUPS = STAGING_BUFFERS // SUBTILES_PER_GROUP
+SUBTILES = ACC_COLS // SUBTILE_COLS  # per tile and CTA: 8, a multiple of STAGING_BUFFERS
+WRITEBACK_BARRIER = 1
+PRODUCER_WARP, MMA_WARP, SCHEDULER_WARP = 4, 5, 6
+THREADS = 224
+# warps that read every CLC response and hand its slot back: per CTA the producer and the 4 writeback
+# warps; in the leader also the MMA warp and the scheduler
+CLC_READERS = 2 * (1 + 4) + 2
+PAIR = 0b11  # commit multicast mask: both CTAs of the pair
+K_MULTIPLE = 8  # 16 bytes of fp16: the TMA's row-stride rule for A and B
+
+
+def make_plan(depth):
+    plan = SmemPlan()
+    offs = dict(
+        a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
+        b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
+        d=plan.add("D staging", SUBTILE_BYTES, align=1024, count=STAGING_BUFFERS),
+        tma2mma=plan.add("tma2mma", 8, align=8, count=depth),
+        mma2tma=plan.add("mma2tma", 8, align=8, count=depth),
+        mma2ld=plan.add("mma2ld", 8, align=8, count=ACC_STAGES),
+        ld2mma=plan.add("ld2mma", 8, align=8, count=ACC_STAGES),
+        slot=plan.add("TMEM address slot", 4, align=4),
+        clc_resp=plan.add("CLC response", RESPONSE_BYTES, align=16, count=CLC_STAGES),
+        clc_full=plan.add("clc_full", 8, align=8, count=CLC_STAGES),
+        clc_empty=plan.add("clc_empty", 8, align=8, count=CLC_STAGES),
+    )
+    return plan.check(f"a {depth}-stage pipeline"), offs
+
+
+@functools.lru_cache(maxsize=None)
+def make_kernel(depth, group=GROUP):
+    plan, o = make_plan(depth)
+    A0, B0, D_STAGING, TMA2MMA, MMA2TMA, MMA2LD, LD2MMA, TMEM_SLOT, CLC_RESP, CLC_FULL, CLC_EMPTY = (
+        o[k] for k in ("a", "b", "d", "tma2mma", "mma2tma", "mma2ld", "ld2mma", "slot", "clc_resp", "clc_full",
+                       "clc_empty"))
+    DEPTH, GROUP_M = depth, group
+
+    @cuda.jit
+    def gemm_v10_kernel(tmap_a, tmap_b, tmap_d, k_tiles, num_m, num_n, div_group, div_last):
+        smem = cuda.shared.array(0, uint8, alignment=1024)
+        smem32 = cuda.shared.array(0, uint32, alignment=1024)
+        base = ptx.shared_addr(smem)
+        tid = cuda.threadIdx.x
+        warp = ptx.warp_uniform(tid // 32)  # the same in all 32 lanes, and ptxas knows it
+        rank = ptx.cluster_ctarank()
+        cluster = cuda.blockIdx.x // 2  # one cluster per tile: this is the first tile's number
+
+        if tid == 0:
+            for s in range(DEPTH):
+                ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)
+                ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), 1)
+            for s in range(ACC_STAGES):
+                ptx.mbarrier_init(pipeline.barrier(base + MMA2LD, s), 1)
+                ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 2 * 4)  # one lane per writeback warp, both CTAs
+            for s in range(CLC_STAGES):
+                ptx.mbarrier_init(pipeline.barrier(base + CLC_FULL, s), 1)  # the leader's scheduler announces
+                ptx.mbarrier_init(pipeline.barrier(base + CLC_EMPTY, s), CLC_READERS)  # (the leader's is used)
+            ptx.fence_mbarrier_init()
+        ptx.cluster_arrive()  # barriers initialised, and both CTAs are running
+        ptx.cluster_wait()
+        if warp == 0:  # only now: the pair's allocation writes into the peer's shared memory too
+            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
+        ptx.tcgen05_fence_before()  # the allocation's address, published to the CTA's warps
+        cuda.syncthreads()
+        ptx.tcgen05_fence_after()
+        tmem = smem32[TMEM_SLOT // 4]
+        leader_clc_empty0 = ptx.mapa(base + CLC_EMPTY, 0)  # where every reader hands a response slot back
+
+        if warp == PRODUCER_WARP:
+            ptx.set_warp_role(ROLE_TMA)  # step 8's producer warp: boxes past the edges are zero-filled
+            ptx.fence_proxy_tensormap_acquire(tmap_a)
+            ptx.fence_proxy_tensormap_acquire(tmap_b)
+            if ptx.elect_sync():
+                ptx.prefetch_tensormap(tmap_a)
+                ptx.prefetch_tensormap(tmap_b)
+            leader_tma2mma0 = ptx.mapa(base + TMA2MMA, 0)  # the leader's tma2mma ring, mapped once
+            stage = uint32(0)
+            phase = uint32(1)
+            k_end = uint32(k_tiles * BLOCK_K)
+            t = schedule.clc_first(cluster)
+            more = uint32(1)
+            done = uint32(0)  # tiles done: the CLC ring's position follows from it
+            while more:
+                m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
+                a_row = m_idx * CLUSTER_M + rank * CTA_M  # this CTA's rows of the tile
+                b_row = n_idx * CLUSTER_N + rank * CTA_N
+                k0 = uint32(0)
+                while k0 < k_end:
+                    pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
+                    if ptx.elect_sync():
+                        if rank == 0:  # whole boxes: the zero-filled bytes count too
+                            pipeline.expect_tx(base + TMA2MMA, stage, 2 * 2 * TILE_BYTES)
+                        leader_tma2mma = pipeline.barrier(leader_tma2mma0, stage)
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + A0, stage, TILE_BYTES), tmap_a, k0, a_row,
+                                            leader_tma2mma)
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, k0, b_row,
+                                            leader_tma2mma)
+                    stage, phase = pipeline.advance(stage, phase, DEPTH)
+                    k0 = uint32(k0 + uint32(BLOCK_K))
+                more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
+                done = uint32(done + uint32(1))
+            pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)  # step 8's tail
+        elif warp == MMA_WARP:
+            if rank == 0:  # step 8's MMA warp, issuing for the pair into two accumulators
+                ptx.set_warp_role(ROLE_MMA)
+                a_lo = sw128_desc_lo(base + A0)
+                b_lo = sw128_desc_lo(base + B0)
+                stage = uint32(0)
+                phase = uint32(0)
+                done = uint32(0)  # tiles done: the accumulator and the CLC slot follow from it
+                more = uint32(1)
+                while more:
+                    acc, acc_phase = pipeline.ring_slot(done, ACC_STAGES)
+                    pipeline.wait(base + LD2MMA, acc, acc_phase ^ uint32(1))  # both CTAs drained it
+                    ptx.tcgen05_fence_after()
+                    d_tmem = tmem + acc * ACC_COLS
+                    accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
+                    for kc in range(k_tiles):
+                        pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
+                        ptx.tcgen05_fence_after()
+                        a_desc = a_lo + stage * STAGE_DESC_STEP
+                        b_desc = b_lo + stage * STAGE_DESC_STEP
+                        if ptx.elect_sync():
+                            for k in range(BLOCK_K // MMA_K):
+                                ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP,
+                                                       DESC_HI, IDESC, accumulate | uint32(k > 0))
+                            ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2TMA, stage), PAIR)
+                        accumulate = uint32(1)
+                        stage, phase = pipeline.advance(stage, phase, DEPTH)
+                    if ptx.elect_sync():
+                        ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), PAIR)
+                    more, _t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
+                    done = uint32(done + uint32(1))
+        elif warp < 4:
+            # step 8's writeback, over this CTA's 128 rows x 256 columns; stores past D's edges are clipped
+            ptx.set_warp_role(ROLE_WRITEBACK)
+            if tid == 0:  # the thread that issues the stores acquires the D tensor map
+                ptx.fence_proxy_tensormap_acquire(tmap_d)
+                ptx.prefetch_tensormap(tmap_d)
+            base = ptx.warp_uniform(base)  # step 7: the store's operands stay in uniform registers
+            staging = base + D_STAGING
+            chunks = subtile_row_chunks(subtile_row(staging, tid))  # this thread's row, buffer 0
+            lanes = tmem + ((32 * warp) << 16)
+            t = schedule.clc_first(cluster)
+            more = uint32(1)
+            done = uint32(0)  # tiles done: the accumulator and the CLC slot follow from it
+            while more:
+                acc, acc_phase = pipeline.ring_slot(done, ACC_STAGES)
+                m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
+                col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
+                row0 = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)
+                ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase)  # a whole tile's MMAs: sleep
+                ptx.tcgen05_fence_after()
+                for sub in range(SUBTILES):
+                    packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
+                    if sub == SUBTILES - 1:  # every column read: the leader may refill the accumulator
+                        # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, then a relaxed
+                        # arrive from one lane per warp (no GPU-scope release fence)
+                        ptx.tcgen05_fence_before()
+                        if ptx.elect_sync():
+                            ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))
+                    buf = sub % STAGING_BUFFERS
+                    stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
+                    if buf % SUBTILES_PER_GROUP == SUBTILES_PER_GROUP - 1:  # a group of subtiles is staged
+                        first = sub + 1 - SUBTILES_PER_GROUP  # the group's first subtile
+                        ptx.fence_proxy_async()  # the rows, before the TMA (async proxy) reads them
+                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published
+                        if tid == 0:  # the group's TMA stores, one bulk group; then wait_group.read 1: the
+                            # other group's buffers, which the warps fill next, have been read,
+                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,
+                                           staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES,
+                                           SUBTILES_PER_GROUP, STAGING_GROUPS)
+                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
+                more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
+                done = uint32(done + uint32(1))
+            if tid == 0:
+                ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
+
+        elif warp == SCHEDULER_WARP:
+            if rank == 0:  # asks the chip for the next tile, one response ahead of the roles
+                ptx.set_warp_role(ROLE_SCHEDULER)
+                peer_clc_full0 = ptx.mapa(base + CLC_FULL, 1)
+                more = uint32(1)
+                asked = uint32(0)
+                while more:
+                    schedule.clc_request(base + CLC_RESP, base + CLC_FULL, peer_clc_full0, base + CLC_EMPTY, asked)
+                    more, _t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, asked)
+                    asked = uint32(asked + uint32(1))
+
+        ptx.tcgen05_fence_before()
+        ptx.cluster_arrive()  # neither CTA frees TMEM while the pair still uses it
+        ptx.cluster_wait()
+        if warp == 0:
+            ptx.tcgen05_fence_after()
+            ptx.tmem_relinquish_cg2()
+            ptx.tmem_dealloc_cg2(tmem, TMEM_COLS)
+
+    return gemm_v10_kernel, plan
+
+
+gemm_v10_kernel, plan = make_kernel(DEFAULT_DEPTH)
+SIGNATURE = "void(uint64, uint64, uint64, int32, int32, int32, uint64, uint64)"
+LIMITS = "any M, N >= 1, K a multiple of 8 (the TMA's 16-byte row rule); clusters of 2 CTAs"
+
+
+def padded_pitch(n):
+    """D's row pitch in elements: N rounded up to 8, so that every row starts 16-byte aligned."""
+    return -(-n // K_MULTIPLE) * K_MULTIPLE
+
+
+def check_shape(a, b):
+    """Step 10's shape rules, checked before anything launches: fp16, 2-D, the same K, M and N of
+    at least 1, K a positive multiple of 8. Returns (M, N, K)."""
+    from .host import check_operands
+
+    m, n, k = check_operands(a, b, chapter=10, tile_m=None, tile_n=None, tile_k=None)
+    for name, v in (("M", m), ("N", n)):
+        if v < 1:
+            raise ValueError(f"chapter 10 needs {name} >= 1; got {name}={v}")
+    if k <= 0 or k % K_MULTIPLE:
+        raise ValueError(f"chapter 10 needs K to be a positive multiple of {K_MULTIPLE}; got K={k}. The TMA reads "
+                         f"A and B row by row and every row must start 16-byte aligned ({K_MULTIPLE} fp16 values): "
+                         f"pad K with zero columns in both A and B up to {padded_pitch(max(k, 1))}")
+    return m, n, k
+
+
+def gemm_v10(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
+             num_clusters=None, out=None):
+    """D = A @ B.T for any M x K by N x K fp16 matrices with K a multiple of 8 (256 x 256 cluster tiles,
+    edge tiles through the TMA's zero fill and clipping). ``out``: an M x N fp16 array to write D into
+    (rows 16-byte aligned, e.g. a view of a wider array); by default D is allocated with a padded
+    pitch and its M x N view returned."""
+    from .host import check_pipeline_config, choose_backend, persistent_size
+
+    check_pipeline_config(pipe_depth, group)
+    m, n, k = check_shape(a, b)
+    out = _check_out(out, m, n)
+    backend = choose_backend(backend, 10)
+    num_m, num_n = -(-m // CLUSTER_M), -(-n // CLUSTER_N)
+    num_clusters = persistent_size(backend, num_clusters, EMULATOR_CLUSTERS, 2)
+    kernel, kplan = make_kernel(pipe_depth, group)
+    tiles = num_m * num_n  # a cluster per tile; on the emulator num_clusters of them run at once
+    return tma_launch(kernel, (2 * tiles, 1), a, b, m, n, k, backend, policy, seed,
+                      trace, plan=kplan, threads=THREADS, cluster=(2, 1, 1),
+                      boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, SUBTILE_COLS, SUBTILE_SWIZZLE)),
+                      extra=scheduler_args(num_m, num_n, group), k_tiles=-(-k // BLOCK_K),
+                      d_pitch=padded_pitch(n), out=out, resident=min(num_clusters, tiles))
+
+
+def _check_out(out, m, n):
+    import numpy as np
+
+    if out is None:
+        return None
+    if not isinstance(out, np.ndarray) or out.dtype != np.float16 or out.shape != (m, n):
+        raise ValueError(f"out must be a numpy float16 array of shape ({m}, {n})")
+    if out.strides[1] != 2 or out.strides[0] % 16 or out.ctypes.data % 16:
+        raise ValueError(f"out must have contiguous rows that each start 16-byte aligned (row stride "
+                         f"{out.strides[0]} B, column stride {out.strides[1]} B, address offset "
+                         f"{out.ctypes.data % 16}): the TMA stores D row by row")
+    return out

@@ -1,0 +1,68 @@
+"""Device-side tile schedulers: which output tile a persistent cluster takes next.
+
+Static (chapters 6-9): cluster c takes tiles c, c + G, c + 2G, ... (G clusters in the grid), a
+schedule fixed at launch; every role walks it on its own (``static_first``, ``static_next``).
+
+Cluster launch control (chapter 10): the grid has one cluster per tile, and a cluster's first tile
+is its own. A scheduler warp in the leader CTA asks the chip for a cluster that has not started
+(``clusterlaunchcontrol.try_cancel``, multicast to both CTAs of the pair); the tile of the cluster
+it cancelled is this cluster's next one. The responses pass through a ring of CLC_STAGES 16-byte
+slots with two barriers each, like a stage ring: ``clc_full[s]`` in each CTA (the leader's
+scheduler announces the 16 bytes, the response completes them), ``clc_empty[s]`` in the leader
+(one arrival from each warp that read the slot). Every role reads every response
+(``clc_next``); the scheduler reads them too, and stops after the first failed one (the ISA
+forbids asking again). Tile numbers go through ``pipeline.grouped_tile`` as before, so the
+rasterisation is kept whichever cluster ends up with a tile."""
+from numba import cuda, uint32
+
+from . import pipeline, ptx
+
+CLC_STAGES = 2
+RESPONSE_BYTES = 16
+
+
+@cuda.jit(device=True, forceinline=True)
+def static_first(cluster):
+    """The first tile of a statically scheduled cluster: its own index."""
+    return uint32(cluster)
+
+
+@cuda.jit(device=True, forceinline=True)
+def static_next(t, num_clusters):
+    """The tile after ``t`` in a static schedule of ``num_clusters`` clusters."""
+    return uint32(uint32(t) + uint32(num_clusters))
+
+
+@cuda.jit(device=True, forceinline=True)
+def clc_first(cluster):
+    """The first tile of a cluster under cluster launch control: its own (one cluster per tile)."""
+    return uint32(cluster)
+
+
+@cuda.jit(device=True, forceinline=True)
+def clc_request(resp0, full0, peer_full0, empty0, count):
+    """The scheduler warp (leader CTA), for its ``count``-th request (from 0): wait until every role
+    has read the slot's previous response, announce the response's 16 bytes on both CTAs'
+    ``clc_full``, and ask for a cluster (one elected lane). ``peer_full0``: the peer's clc_full ring
+    through ``mapa``."""
+    stage, phase = pipeline.ring_slot(count, CLC_STAGES)
+    pipeline.wait(empty0, stage, phase ^ uint32(1))  # a fresh slot passes at once (parity 1)
+    if ptx.elect_sync():
+        ptx.mbarrier_arrive_expect_tx(pipeline.barrier(full0, stage), RESPONSE_BYTES)
+        ptx.mbarrier_arrive_expect_tx_cluster(pipeline.barrier(peer_full0, stage), RESPONSE_BYTES)
+        ptx.clc_try_cancel_multicast(pipeline.stage_buffer(resp0, stage, RESPONSE_BYTES),
+                                     pipeline.barrier(full0, stage))
+
+
+@cuda.jit(device=True, forceinline=True)
+def clc_next(resp0, full0, leader_empty0, count):
+    """Every role after its ``count``-th tile (from 0; the whole warp): wait for the response that
+    names the next tile, decode it, and hand its slot back (an elected lane per warp, on the
+    leader's ``clc_empty``). Every role reads the responses in the same order, so the slot follows
+    from the count (``ring_slot``). Returns (ok, tile): ok = 0 when no cluster was left."""
+    stage, phase = pipeline.ring_slot(count, CLC_STAGES)
+    pipeline.wait(full0, stage, phase)
+    ok, first_x = ptx.clc_query_cancel(pipeline.stage_buffer(resp0, stage, RESPONSE_BYTES))
+    if ptx.elect_sync():
+        ptx.mbarrier_arrive_remote(pipeline.barrier(leader_empty0, stage))
+    return ok, uint32(first_x >> uint32(1))  # a pair's first CTA: x = 2 x its cluster

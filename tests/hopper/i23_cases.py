@@ -1,0 +1,161 @@
+"""H200 ground truth for step 10's edge tiles (issue 23): TMA out-of-bounds behaviour as gemm_v10
+uses it, a Hopper-shared behaviour.
+
+* loads of a 128 x 64 box (128B swizzle, step 10's A/B box) from a 5 x 72 matrix: rows past M,
+  the k-tail past K (8 of 64 columns inside) and a box wholly below the matrix; each must be filled
+  with zeros and complete its whole box's bytes on the barrier;
+* stores of a 128 x 32 box (64B swizzle, step 10's D subtile) into a 5 x 13 matrix whose rows lie
+  16 elements apart (D's padded pitch): clipped at row 5 and column 13, the padding columns and
+  everything past the matrix untouched; a box wholly right of the matrix and one wholly below it
+  write nothing.
+
+Same scheme as micro_kernels.py and i13_cases.py (whose launcher and helpers this reuses): each
+kernel writes what it observes; ``python tests/hopper/i23_cases.py --out tests/data/h200_ground_truth_i23.json``
+records the GPU's outputs (NOT RUN YET: no H200 was lent when this was written), and
+tests/test_ground_truth_i23.py replays the emulator against them byte for byte."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+from numba import cuda, uint8, uint16, uint32
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from gemm_kernels import ptx  # noqa: E402
+from tests.hopper.micro_kernels import Case, _launch, bounded_wait, encode_outputs, tma_matrix  # noqa: E402
+
+# -- 1. loads past M, past K, and wholly below ----------------------------------------------------
+LD_BOX = (128, 64)  # rows, cols: step 10's A and B box
+LD_BOX_BYTES = LD_BOX[0] * LD_BOX[1] * 2
+LD_SHAPE = (5, 72)  # M rows, K columns: K = 64 + 8 (a k-tail of 8 columns)
+LD_COORDS = ((0, 0), (64, 0), (0, 128))  # (col, row): rows past M; the k-tail; wholly below
+LD_BAR = len(LD_COORDS) * LD_BOX_BYTES
+LD_SMEM = LD_BAR + 64
+
+
+@cuda.jit
+def k_edge_loads(tmap, out, status):
+    """Shared memory filled with 0xA5, then thread 0 announces three whole boxes and loads them (one
+    barrier); out: every byte of the three boxes; status[0]: the barrier's phase completed."""
+    smem = cuda.shared.array(0, uint8, alignment=1024)
+    base = ptx.shared_addr(smem)
+    tid = cuda.threadIdx.x
+    bar = base + uint32(LD_BAR)
+    for i in range(tid, LD_BAR, 128):
+        smem[i] = 0xA5
+    ptx.fence_proxy_async()
+    if tid == 0:
+        ptx.fence_proxy_tensormap_acquire(tmap)
+        ptx.mbarrier_init(bar, 1)
+        ptx.fence_mbarrier_init()
+    cuda.syncthreads()
+    if tid == 0:
+        ptx.mbarrier_arrive_expect_tx(bar, LD_BAR)  # whole boxes, the zero-filled bytes included
+        for j in range(len(LD_COORDS)):
+            c0, c1 = LD_COORDS[j]
+            ptx.tma_load_2d(base + uint32(j * LD_BOX_BYTES), tmap, uint32(c0), uint32(c1), bar)
+        status[0] = bounded_wait(bar, 0)
+    cuda.syncthreads()
+    for i in range(tid, LD_BAR, 128):
+        out[i] = smem[i]
+
+
+def _case_edge_loads(backend, policy, seed):
+    mat = tma_matrix(np.uint16, *LD_SHAPE)
+    out = np.zeros(LD_BAR, np.uint8)
+    status = np.zeros(2, np.uint32)
+    _launch(backend, k_edge_loads, 1, 128, ("tmap0", out, status), smem=LD_SMEM,
+            maps=[(mat, LD_BOX, "128B")], policy=policy, seed=seed)
+    return {"smem": out, "status": status}
+
+
+# -- 2. stores clipped at M and at an N inside a padded pitch ----------------------------------------
+ST_BOX = (128, 32)  # step 10's D subtile
+ST_BOX_BYTES = ST_BOX[0] * ST_BOX[1] * 2
+ST_SHAPE = (5, 13)  # M, N: N not a multiple of 8
+ST_PITCH = 16  # elements: N rounded up to 8 (32-byte rows)
+ST_COORDS = ((0, 0), (32, 0), (0, 128))  # (col, row): clipped at M and N; wholly right; wholly below
+ST_SMEM = len(ST_COORDS) * ST_BOX_BYTES
+MARK = 0x7777  # what D's backing array holds before the stores
+
+
+@cuda.jit
+def k_edge_stores(tmap, status):
+    """Three staging boxes filled with distinct values (box j, byte offset o: word j * 65536 + o / 2,
+    as uint16 pairs), then thread 0 stores box j at ST_COORDS[j] (one bulk group) and waits for the
+    writes; status[0] = 1 when done. The caller reads D's whole backing array."""
+    smem = cuda.shared.array(0, uint8, alignment=1024)
+    half = cuda.shared.array(0, uint16, alignment=1024)
+    tid = cuda.threadIdx.x
+    base = ptx.shared_addr(smem)
+    for i in range(tid, ST_SMEM // 2, 128):
+        half[i] = (i // (ST_BOX_BYTES // 2)) * 0x1000 + (i % (ST_BOX_BYTES // 2)) % 0x1000 + 1
+    ptx.fence_proxy_async()
+    cuda.syncthreads()
+    if tid == 0:
+        ptx.fence_proxy_tensormap_acquire(tmap)
+        for j in range(len(ST_COORDS)):
+            c0, c1 = ST_COORDS[j]
+            ptx.tma_store_2d(tmap, uint32(c0), uint32(c1), base + uint32(j * ST_BOX_BYTES))
+        ptx.bulk_commit_group()
+        ptx.bulk_wait_group_read0()
+        status[0] = 1
+
+
+def _case_edge_stores(backend, policy, seed):
+    full = np.full((ST_SHAPE[0], ST_PITCH), MARK, np.uint16)
+    d = full[:, :ST_SHAPE[1]]
+    status = np.zeros(2, np.uint32)
+    _launch(backend, k_edge_stores, 1, 128, ("tmap0", status), smem=ST_SMEM, maps=[(d, ST_BOX, "64B")],
+            policy=policy, seed=seed)
+    return {"global": full, "status": status}
+
+
+CASES = [
+    Case("edge_loads", "TMA 2D loads of a 128 x 64 box (128B swizzle) from a 5 x 72 uint16 matrix at (0, 0) (rows "
+         "past M), (64, 0) (8 of 64 columns inside: the k-tail) and (0, 128) (wholly below); one barrier announced "
+         "with three whole boxes", _case_edge_loads,
+         notes="smem: the three boxes as loaded into 0xA5-filled shared memory; status[0]: the barrier completed "
+               "(the zero-filled bytes count)"),
+    Case("edge_stores", "TMA 2D stores of a 128 x 32 box (64B swizzle) into a 5 x 13 uint16 matrix with rows 16 "
+         "elements apart, at (0, 0) (clipped at row 5 and column 13), (32, 0) (wholly right) and (0, 128) (wholly "
+         "below)", _case_edge_stores,
+         notes="global: D's whole backing array, 0x7777 before (the padding columns 13-15 must keep it); "
+               "status[0]: the stores' reads waited for"),
+]
+CASE_BY_NAME = {c.name: c for c in CASES}
+DATA = os.path.join(ROOT, "tests", "data", "h200_ground_truth_i23.json")
+
+
+def main(argv=None):
+    from tests.hopper.record import metadata
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=DATA)
+    args = ap.parse_args(argv)
+    doc = {"about": __doc__.split("\n\n")[0], **metadata(), "cases": {}}
+    for case in CASES:
+        t0 = time.time()
+        try:
+            rec = {"outputs": encode_outputs(case.run("gpu")), "seconds": round(time.time() - t0, 2)}
+        except Exception as e:  # noqa: BLE001
+            rec = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-3000:]}
+        doc["cases"][case.name] = {"what": case.what, "notes": case.notes, **rec}
+        print(case.name, "ok" if "outputs" in rec else rec["error"], flush=True)
+    doc["date_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
