@@ -21,7 +21,9 @@ Two accumulators of 256 columns fill all 512 TMEM columns (step 7's double buffe
 the CTA-scope form, as CUTLASS does: the mbarrier's transaction count and the tcgen05 fences order
 the data; a cluster-scope acquire would also invalidate L1 at every wait.
 Set-up and teardown become cluster-wide: barrier inits are fenced and published with the cluster
-barrier, TMEM is allocated and freed by both CTAs together (cta_group::2), and the cluster barrier
+barrier, which also shows each CTA that its peer is running; only then is TMEM allocated by both
+CTAs together (cta_group::2: the allocation writes into the peer's shared memory), and the address
+is published to the CTA by a CTA barrier between tcgen05 fences. At the end, the cluster barrier
 guarantees neither CTA frees TMEM while the other still uses it."""
 import functools
 
@@ -101,10 +103,13 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 ptx.mbarrier_init(pipeline.barrier(base + MMA2LD, s), 1)
                 ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 2 * 4)  # one lane per writeback warp, both CTAs
             ptx.fence_mbarrier_init()
-        if warp == 0:
-            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
-        ptx.cluster_arrive()  # barriers initialised and TMEM allocated in both CTAs
+        ptx.cluster_arrive()  # barriers initialised in both CTAs, and both CTAs are running
         ptx.cluster_wait()
+        if warp == 0:  # the pair's allocation writes into the peer CTA: only now that it is known to run
+            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
+        ptx.tcgen05_fence_before()
+        cuda.syncthreads()  # the TMEM address is published to the CTA
+        ptx.tcgen05_fence_after()
         tmem = smem32[TMEM_SLOT // 4]
 
         if warp == PRODUCER_WARP:
@@ -196,6 +201,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                         # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, then a relaxed
                         # arrive from one lane per warp (no GPU-scope release fence)
                         ptx.tcgen05_fence_before()
+                        cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
                         if ptx.elect_sync():
                             ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))
                     buf = sub % STAGING_BUFFERS

@@ -92,10 +92,13 @@ def make_kernel(depth, group=GROUP):
                 ptx.mbarrier_init(pipeline.barrier(base + MMA2LD0, c), 1)
                 ptx.mbarrier_init(pipeline.barrier(base + LD2MMA0, c), 2 * 4)  # one lane per writeback warp, both CTAs
             ptx.fence_mbarrier_init()
-        if warp == 0:
-            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
-        ptx.cluster_arrive()  # barriers initialised and TMEM allocated in both CTAs
+        ptx.cluster_arrive()  # barriers initialised in both CTAs, and both CTAs are running
         ptx.cluster_wait()
+        if warp == 0:  # the pair's allocation writes into the peer CTA: only now that it is known to run
+            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
+        ptx.tcgen05_fence_before()
+        cuda.syncthreads()  # the TMEM address is published to the CTA
+        ptx.tcgen05_fence_after()
         tmem = smem32[TMEM_SLOT // 4]
 
         if warp == PRODUCER_WARP:
@@ -189,6 +192,7 @@ def make_kernel(depth, group=GROUP):
                     packed = tmem_load_subtile(lanes + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
                     if sub == SUBTILES - 1:  # step 8's canonical hand-back, one lane per warp
                         ptx.tcgen05_fence_before()
+                        cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
                         if ptx.elect_sync():
                             ptx.mbarrier_arrive_relaxed_cluster(leader_ld2mma)
                     buf = sub % STAGING_BUFFERS
