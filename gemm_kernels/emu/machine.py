@@ -11,7 +11,9 @@ from .errors import (
     EmulatorError,
     MemoryFault,
     MissingTcgen05Fence,
+    MissingWarpSync,
     NamedBarrierMismatch,
+    PeerNotRunning,
     TmemHazard,
     TmemLifecycleError,
 )
@@ -62,6 +64,7 @@ class EmuThread:
         self.tc_after = None  # (sync, site, kinds) acquired with tcgen05 work behind it, not yet fenced after
         self.tc_before_src = None  # (op text, sync) of unfenced tcgen05 work that reached this thread
         self.pending_stores = []  # TMA stores not yet covered by a cp.async.bulk.wait_group.read
+        self.collectives_seen = 0  # the number of the warp collective this thread passed last
         self.unfenced = []  # (lo, hi) of this CTA's shared memory this thread stored to since its last proxy fence
 
     @property
@@ -134,6 +137,46 @@ class EmuThread:
         if work:
             self.tc_unfenced = (str(self), sid, work)
             self.tc_since_sync |= work
+            self.warp.tc_lanes[self.lane] = (what, sid)
+
+    def unordered_lanes(self):
+        """At an mbarrier arrive by this thread: the other lanes of its warp whose tcgen05 work since their
+        last warp-wide synchronisation (bar.warp.sync, a CTA or cluster barrier) is not ordered before
+        this arrive (elect.sync orders no memory). Returns (lanes, (op, site) of the first) or None."""
+        others = [lane for lane in self.warp.tc_lanes if lane != self.lane]
+        return (frozenset(others), self.warp.tc_lanes[others[0]]) if others else None
+
+    def lanes_not_ordered(self, bar, sid, lanes, first):
+        what, op_sid = first
+        raise MissingWarpSync(
+            f"{self} arrived on mbarrier {bar.name} [CTA {bar.cta.rank_text()}] at {text(sid)} for its warp, but "
+            f"lanes {_ranges(lanes)} of the warp issued tcgen05 work ({what} at {text(op_sid)}) that nothing orders "
+            f"before this arrive, and did not arrive themselves: elect.sync picks a lane but orders no memory, so "
+            f"whoever waits on the barrier is not ordered after the other lanes' work (their tcgen05.wait::ld). "
+            f"Put cuda.syncwarp() (bar.warp.sync) after tcgen05.fence::before_thread_sync, before the elect.")
+
+    def require_peer_running(self, peer, what, sid=None):
+        """``what`` touches ``peer`` (another CTA of the cluster): something must have shown this thread
+        that the peer runs. Shown means happens-after an operation of one of the peer's warps (its
+        clock knows an epoch of a peer warp): a cluster barrier's wait, or a wait on a phase the peer
+        arrived on. Known peers are remembered per warp (clocks only grow)."""
+        warp = self.warp
+        if peer.rank in warp.peers_seen:
+            return
+        cluster = self.cta.cluster
+        w0 = peer.rank * cluster.warps_per_cta
+        if warp.clock.vc[w0:w0 + cluster.warps_per_cta].any():
+            warp.peers_seen.add(peer.rank)
+            return
+        where = text(sid) if sid is not None else here()
+        raise PeerNotRunning(
+            f"{what} by {self} at {where} touches the shared memory or barriers of the peer CTA "
+            f"{peer.rank_text()} before anything has shown this thread that the peer is "
+            f"running: no cluster barrier (arrive + wait) and no wait on an arrival from it comes before. "
+            f"The CTAs of a cluster need not start together, and the PTX ISA leaves it to the kernel to "
+            f"make sure the peer runs before its shared memory is touched; on a B200 this can hang at "
+            f"start-up. Put ptx.cluster_arrive(); ptx.cluster_wait() before it (after the mbarrier inits "
+            f"and fence_mbarrier_init).")
 
     def bulk_waited(self, ops):
         """cp.async.bulk.wait_group.read returned for ``ops``: their reads are done, and this warp
@@ -178,6 +221,7 @@ class _Collective:
         self.result = None
         self.done = False
         self.clock = 0.0
+        self.number = 0  # the warp's count of completed collectives, this one included
 
 
 class Warp(Waitable):
@@ -190,6 +234,9 @@ class Warp(Waitable):
         self.outstanding_ld = []  # tmem_rules.PendingLoad of tcgen05.ld not yet waited on
         self.clock = WarpClock(cta.cluster.clocks, cta.rank * cta.cluster.warps_per_cta + index)
         self._lanes = {}  # member mask -> frozenset of the lanes it names that exist
+        self.peers_seen = set()  # ranks of the CTAs this warp knows to be running (require_peer_running)
+        self.tc_lanes = {}  # lane -> (op, site) of tcgen05 work issued since the lane's last synchronisation
+        self.collectives = 0  # warp collectives completed so far (elect.sync, syncwarp, ...)
 
     def __str__(self):
         return f"warp {self.index} of CTA {self.cta.rank_text()}"
@@ -239,12 +286,15 @@ class Warp(Waitable):
                                               f"a .sync.aligned op needs warp-uniform operands")
             c.result = action(c.args) if action else None
             c.done = True
+            self.collectives += 1
+            c.number = self.collectives
             self.pending = None
             self.notify()
         else:
             self.scheduler.block(self, lambda: c.done, lambda: f"at warp collective {op} "
                                  f"(lanes {_ranges(c.args)} arrived, lanes {_ranges(c.members - set(c.args))} did not)")
         thread.clock = max(thread.clock, c.clock)
+        thread.collectives_seen = c.number
         if isinstance(c.result, dict):
             return c.result.get(thread.lane)
         return c.result
@@ -330,6 +380,9 @@ class NamedBarrier(Waitable):
                     f"in one generation and warps {_ranges(warps)} in another: two groups share this barrier ID "
                     f"and release each other. Give each group its own ID.")
             self.warps_seen = warps
+            for t in self.arrived:  # bar.sync orders every member's work before every member's later work
+                if t.warp.tc_lanes:
+                    t.warp.tc_lanes.pop(t.lane, None)
             self.release_clock = self.clock + costmodel.BARRIER_LATENCY_CYCLES
             self.released[self.generation] = self.sp
             self.released.pop(self.generation - 8, None)
@@ -407,6 +460,9 @@ class CTA:
                 raise MemoryFault(f"{what}: shared address 0x{addr:x} names CTA rank {rank}, but the cluster has "
                                   f"{self.cluster.size} CTA(s)")
             cta = self.cluster.ctas[rank]
+            t = current_thread()
+            if t is not None and cta is not t.cta:
+                t.require_peer_running(cta, what)
         else:
             cta = self
         cta.smem.check(off, nbytes, what)
@@ -425,6 +481,8 @@ class CTA:
                               f"and be made visible with a fence and barrier)")
         t = current_thread()
         if t is not None:
+            if cta is not t.cta:
+                t.require_peer_running(cta, what)
             clock = t.warp.clock
             if clock.vcm[bar.init_slot] < bar.init_ep:
                 raise MemoryFault(
@@ -501,6 +559,9 @@ class Cluster(Waitable):
         if self.bar_arrived and self.bar_arrived >= self.live:
             self.bar_released[self.bar_generation] = self.bar_sp
             self.bar_sp = SyncPoint()
+            for cta in self.ctas:
+                for w in cta.warps:
+                    w.tc_lanes.clear()
             self.bar_generation += 1
             self.bar_arrived = 0
             self.release_clock = self.bar_clock + costmodel.BARRIER_LATENCY_CYCLES

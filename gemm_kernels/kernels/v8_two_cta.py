@@ -17,9 +17,13 @@ What changes in the handoffs (step 7's names):
   ld2mma[a]   the leader's, 8 arrivals: one elected lane of each of its own 4 writeback warps
               and of the peer's 4, which arrive remotely through a mapa address (relaxed, after
               tcgen05.wait::ld and tcgen05.fence::before_thread_sync: the ISA's form)
-Two accumulators of 256 columns fill all 512 TMEM columns (step 7's double buffering). Waits use
-the CTA-scope form, as CUTLASS does: the mbarrier's transaction count and the tcgen05 fences order
-the data; a cluster-scope acquire would also invalidate L1 at every wait.
+Two accumulators of 256 columns fill all 512 TMEM columns (step 7's double buffering). Every
+pipeline wait is on a barrier that the peer CTA also completes (its remote arrivals, the leader's
+multicast commits, its cta_group::2 loads), so it uses the ISA's cluster-scope form,
+try_wait.parity.relaxed.cluster: by the PTX memory model a CTA-scope acquire (CUTLASS's choice; the
+same SASS) does not synchronise with another CTA's arrive. Relaxed, because the transaction count
+and the tcgen05 fences after the wait order the data; an acquire at cluster scope would also
+invalidate L1 at every wait.
 Set-up and teardown become cluster-wide: barrier inits are fenced and published with the cluster
 barrier, which also shows each CTA that its peer is running; only then is TMEM allocated by both
 CTAs together (cta_group::2: the allocation writes into the peer's shared memory), and the address
@@ -130,7 +134,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 b_row = n_idx * CLUSTER_N + rank * CTA_N
                 k0 = uint32(0)
                 while k0 < k_end:
-                    pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
+                    pipeline.wait_cluster(base + MMA2TMA, stage, phase)  # the stage is empty
                     if ptx.elect_sync():
                         if rank == 0:  # the leader announces both CTAs' bytes on its own (local) barrier
                             pipeline.expect_tx(base + TMA2MMA, stage, 2 * 2 * TILE_BYTES)
@@ -144,7 +148,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 t += num_clusters
             # the tail: the leader's commits multicast into this CTA's mma2tma barriers; wait for
             # the last of them, so that the pair stays alive until its cta_group::2 work is done
-            pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
+            pipeline.producer_tail_cluster(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP:
             if rank == 0:  # step 7's lean MMA warp, issuing for the pair
                 ptx.set_warp_role(ROLE_MMA)
@@ -156,12 +160,12 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 acc_phase = uint32(1)
                 t = cluster
                 while t < num_tiles:
-                    pipeline.wait(base + LD2MMA, acc, acc_phase)  # both CTAs drained it
+                    pipeline.wait_cluster(base + LD2MMA, acc, acc_phase)  # both CTAs drained it
                     ptx.tcgen05_fence_after()
                     d_tmem = tmem + acc * ACC_COLS
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
-                        pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
+                        pipeline.wait_cluster(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
                         ptx.tcgen05_fence_after()
                         a_desc = a_lo + stage * STAGE_DESC_STEP
                         b_desc = b_lo + stage * STAGE_DESC_STEP
@@ -193,7 +197,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)
-                ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase)  # a whole tile's MMAs: sleep
+                # a whole tile's MMAs: sleep
+                ptx.mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD, acc), acc_phase)
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
                     packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed

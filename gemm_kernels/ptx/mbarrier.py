@@ -118,7 +118,7 @@ def _wait(bar_addr, parity, scope):
     start = t.clock
     t.scheduler.block(bar, lambda: bar.phase_done(parity),
                       lambda: f"on {bar.describe()}; waiting for parity {parity}{bar.lapped(t, parity)}")
-    done_at = bar.consume(t, parity)
+    done_at = bar.consume(t, parity, cluster_scope=bool(scope))
     t.clock = max(t.clock, done_at + costmodel.BARRIER_LATENCY_CYCLES)
     if t.lane == 0:
         t.event(_role(t), "wait", start, t.clock, barrier=bar.name, phase=bar.completed - 1)
@@ -155,6 +155,22 @@ mbarrier_wait_cluster = asm_op(
     doc="As mbarrier_wait, with acquire at cluster scope: use it when the arrivals come from the "
         "other CTA of the cluster (remote arrivals, multicast commits, cta_group::2 TMA).")
 mbarrier_wait_cluster.twin = lambda bar, parity: _wait(bar, parity, ".acquire.cluster") and None
+
+mbarrier_wait_relaxed_cluster = asm_op(
+    "mbarrier_wait_relaxed_cluster", _wait_loop(".relaxed.cluster"),
+    operands=(("bar", u32), ("parity", u32)),
+    doc="As mbarrier_wait, at cluster scope and relaxed: the PTX ISA's form for a wait on a barrier that "
+        "the other CTA of a pair also completes (its remote arrivals, the leader's multicast commits, "
+        "cta_group::2 TMA loads), followed by tcgen05.fence::after_thread_sync where tcgen05 work follows. "
+        "It orders no ordinary memory accesses (the fences and the barrier's transaction count order the "
+        "data); ptxas emits the same SASS as for the CTA-scope acquire (no L1 invalidation).")
+mbarrier_wait_relaxed_cluster.twin = lambda bar, parity: _wait(bar, parity, ".relaxed.cluster") and None
+
+mbarrier_wait_sleep_relaxed_cluster = asm_op(
+    "mbarrier_wait_sleep_relaxed_cluster", _wait_loop(".relaxed.cluster", hint=f", {SUSPEND_HINT_NS}"),
+    operands=(("bar", u32), ("parity", u32)),
+    doc="mbarrier_wait_relaxed_cluster with mbarrier_wait_sleep's suspend-time hint.")
+mbarrier_wait_sleep_relaxed_cluster.twin = lambda bar, parity: _wait(bar, parity, ".relaxed.cluster") and None
 
 mbarrier_try_wait = asm_op(
     "mbarrier_try_wait",
