@@ -507,6 +507,7 @@ def k_acc_reuse(out, bug):
                     vals[chunk, i] = v[i]
             if bug != 4:
                 ptx.tcgen05_fence_before()
+            cuda.syncwarp()  # every lane's loads are ordered before lane 0's arrive for the warp
             if lane == 0:
                 ptx.mbarrier_arrive(acc_empty)
             if bug == 6 and warp == 0 and t == 1:

@@ -536,6 +536,7 @@ CATALOGUE = {
                           "test_uninitialized_mma_operand", "test_tmem_address_read_before_the_allocating_warp_wrote_it"],
     "DataRace": ["test_data_race_between_warps"],
     "MissingTcgen05Fence": ["test_missing_tcgen05_fence_after_thread_sync",
+                            "test_missing_tcgen05_fence_after_the_wait_on_a_tma_filled_stage",
                             "test_missing_tcgen05_fence_before_thread_sync"],
     "EmulatorError": ["test_reinit_live_barrier_without_inval"],
     "PeerNotRunning": ["test_dsmem_store_before_the_cluster_barrier",
@@ -757,6 +758,21 @@ def test_peer_barrier_used_before_its_init_was_published(policy, seed):
     assert "CTA (1,0,0) [cluster 0 rank 1]" in msg
     assert ("st.shared.v4" in msg and "cluster_arrive" in msg) if type(ei.value) is E.PeerNotRunning \
         else "mbarrier" in msg, msg
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_missing_tcgen05_fence_after_the_wait_on_a_tma_filled_stage(policy, seed):
+    """Chapter 7 without tcgen05.fence::after_thread_sync after the MMA warp's wait on a full stage: by the
+    ISA the MMA is ordered after the wait (and so after the TMA bytes) only through that fence."""
+    from gemm_kernels import book_helpers
+    from gemm_kernels.check import random_operands
+
+    no_fence = book_helpers.variant(7, {"pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full\n"
+                                        "                    ptx.tcgen05_fence_after()\n":
+                                        "pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full\n"})
+    _raises(E.MissingTcgen05Fence, lambda: no_fence.entry(*random_operands(128, 128, 64), backend="emulator",
+                                                          policy=policy, seed=seed),
+            "tcgen05.mma", "the wait on mbarrier tma2mma[0]", "the TMA loads whose bytes completed its phase")
 
 
 @pytest.mark.parametrize("policy,seed", ALL)

@@ -65,6 +65,8 @@ class EmuThread:
         self.tc_before_src = None  # (op text, sync) of unfenced tcgen05 work that reached this thread
         self.pending_stores = []  # TMA stores not yet covered by a cp.async.bulk.wait_group.read
         self.collectives_seen = 0  # the number of the warp collective this thread passed last
+        self.try_wait_episode = None  # (barrier, phase) of this thread's latest try_wait that timed out
+        self.try_wait_timeouts = 0
         self.unfenced = []  # (lo, hi) of this CTA's shared memory this thread stored to since its last proxy fence
 
     @property
@@ -113,19 +115,23 @@ class EmuThread:
             prev = self.tc_after
             name = sync()
             self.tc_after = (name, site(2), carries_tc | (prev[2] if prev else 0))
-            # the latest synchronisation decides (an earlier unfenced one may since be covered by a fenced one)
-            self.tc_before_src = (unfenced, name) if unfenced is not None else None
+            if carries_tc & (TC_READ | TC_WRITE):
+                # the latest synchronisation decides (an earlier unfenced one may since be covered by a fenced one)
+                self.tc_before_src = (unfenced, name) if unfenced is not None else None
 
     def tcgen05_op(self, what, sid, kind):
         """A tcgen05 operation (kind: hb.TC_READ for tcgen05.ld, TC_WRITE for MMA / tcgen05.st, TC_DEALLOC
         for tcgen05.dealloc): check the fence rules against the synchronisations that ordered it; remember it for
         the next release."""
         if self.tc_after is not None and tc_conflict(kind, self.tc_after[2]):
-            sync, wsid, _ = self.tc_after
+            sync, wsid, behind = self.tc_after
+            work = ("other threads' tcgen05 work" if behind & (TC_READ | TC_WRITE) else
+                    "the TMA loads whose bytes completed its phase (the shared memory the MMA reads)")
             raise MissingTcgen05Fence(
-                f"{self} executed {what} at {text(sid)} after {sync} at {text(wsid)}, which orders it after other "
-                f"threads' tcgen05 work, without tcgen05.fence::after_thread_sync in between: the tensor core may "
-                f"execute it before that work. Add ptx.tcgen05_fence_after() right after the synchronisation.")
+                f"{self} executed {what} at {text(sid)} after {sync} at {text(wsid)}, which orders it after {work}, "
+                f"without tcgen05.fence::after_thread_sync in between: by the PTX ISA an asynchronous tcgen05 "
+                f"operation is ordered after a thread synchronisation only through that fence, so the tensor core "
+                f"may execute it before that work. Add ptx.tcgen05_fence_after() right after the synchronisation.")
         if self.tc_before_src is not None and tc_conflict(kind, self.tc_before_src[0][2]):
             (src_thread, src_sid, _), sync = self.tc_before_src
             raise MissingTcgen05Fence(

@@ -205,7 +205,7 @@ class MBarrier(Waitable):
             _observe(self, "complete_tx", at, nbytes)
         self.tx -= nbytes
         self.phase_time = max(self.phase_time, at)
-        self.sp.release_async(vc)
+        self.sp.release_async(vc, smem=True)
         self._async_arrival(op)
         if self.tx < 0 and self.pending == 0:
             raise ExpectTxMismatch(
