@@ -7,7 +7,8 @@ under ``eager``, ``lazy`` and ``random``, whichever order the run took.
 
 Slots (one int per slot in every clock), per warp w of the cluster (W warps in all):
 * ``w``        the warp's own program order (lanes of a warp share it: races between lanes of one
-               warp are not modelled);
+               warp are not modelled; a wait acquires the phase whose completion woke it, so a lane
+               that runs again late does not order the warp after later phases: mbarrier.consume);
 * ``W + w``    the MMAs the warp issued (completed for others through tcgen05.commit's arrival);
 * ``2W + w``   the warp's TMA loads (completed through complete_tx on their mbarrier);
 * ``3W + w``   the warp's bulk (TMA store) groups, completed by ``cp.async.bulk.wait_group``.

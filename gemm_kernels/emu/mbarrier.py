@@ -20,6 +20,7 @@ from .hb import SyncPoint
 from .scheduler import Waitable
 
 MAX_COUNT = (1 << 20) - 1
+KEEP_PHASES = 8  # completed phases whose synchronisation is kept (a late thread acquires the one it saw)
 
 #: observers of every mbarrier state change, in the order they happen: callables
 #: ``fn(barrier, what, cycles, value)`` with ``what`` "init" (value: the arrival count), "arrive" (the
@@ -238,14 +239,14 @@ class MBarrier(Waitable):
             if self.unordered:
                 self._check_unordered_lanes()
             self.completion_time[self.completed] = self.phase_time
-            self.completion_time.pop(self.completed - 3, None)
+            self.completion_time.pop(self.completed - KEEP_PHASES, None)
             self.done_sp[self.completed] = self.sp
-            self.done_sp.pop(self.completed - 3, None)
+            self.done_sp.pop(self.completed - KEEP_PHASES, None)
             self.sp = SyncPoint()
             self.expect_sites = []
             if self.remote is not None or self.done_remote:
                 self.done_remote[self.completed] = self.remote
-                self.done_remote.pop(self.completed - 3, None)
+                self.done_remote.pop(self.completed - KEEP_PHASES, None)
                 self.remote = None
             self.completed += 1
             self.pending = self.expected
@@ -262,10 +263,13 @@ class MBarrier(Waitable):
         before it (true)."""
         return (parity & 1) != (self.completed & 1)
 
-    def consume(self, thread, parity, cluster_scope=True):
+    def consume(self, thread, parity, cluster_scope=True, observed=None):
         """Book-keeping after a successful wait; raises on a stale phase, and on a CTA-scope wait
-        (``cluster_scope`` false) for a phase that a thread of another CTA arrived on."""
-        phase = self.completed - 1  # the phase the hardware just reported complete (-1: before init)
+        (``cluster_scope`` false) for a phase that a thread of another CTA arrived on. ``observed``: the
+        number of completed phases when the wait saw its phase complete (a thread woken by phase p's
+        completion acquires phase p, even if later phases completed before it ran again)."""
+        # the phase the hardware reported complete to this thread (-1: before init)
+        phase = (self.completed if observed is None else observed) - 1
         key = thread.key
         if not cluster_scope and self.done_remote:
             remote = self.done_remote.get(phase)

@@ -116,9 +116,23 @@ def _wait(bar_addr, parity, scope):
     bar = t.cta.mbarrier(bar_addr, f"mbarrier.try_wait.parity{scope}")
     parity = int(parity) & 1
     start = t.clock
-    t.scheduler.block(bar, lambda: bar.phase_done(parity),
-                      lambda: f"on {bar.describe()}; waiting for parity {parity}{bar.lapped(t, parity)}")
-    done_at = bar.consume(t, parity, cluster_scope=bool(scope))
+    if bar.phase_done(parity):
+        observed = bar.completed
+    else:
+        # the phase this thread's wait observed is the one whose completion woke it: by the time the
+        # scheduler runs it again, later phases may have completed too (it must not acquire those)
+        woke = [0]
+
+        def ready():
+            if bar.phase_done(parity):
+                woke[0] = bar.completed
+                return True
+            return False
+
+        t.scheduler.block(bar, ready,
+                          lambda: f"on {bar.describe()}; waiting for parity {parity}{bar.lapped(t, parity)}")
+        observed = woke[0]
+    done_at = bar.consume(t, parity, cluster_scope=bool(scope), observed=observed)
     t.clock = max(t.clock, done_at + costmodel.BARRIER_LATENCY_CYCLES)
     if t.lane == 0:
         t.event(_role(t), "wait", start, t.clock, barrier=bar.name, phase=bar.completed - 1)
