@@ -65,6 +65,7 @@ class EmuThread:
         self.tc_before_src = None  # (op text, sync) of unfenced tcgen05 work that reached this thread
         self.pending_stores = []  # TMA stores not yet covered by a cp.async.bulk.wait_group.read
         self.collectives_seen = 0  # the number of the warp collective this thread passed last
+        self.elected_at = -1  # the number of the last elect.sync this thread won (collectives_seen then)
         self.try_wait_episode = None  # (barrier, phase) of this thread's latest try_wait that timed out
         self.try_wait_timeouts = 0
         self.unfenced = []  # (lo, hi) of this CTA's shared memory this thread stored to since its last proxy fence
@@ -146,9 +147,12 @@ class EmuThread:
             self.warp.tc_lanes[self.lane] = (what, sid)
 
     def unordered_lanes(self):
-        """At an mbarrier arrive by this thread: the other lanes of its warp whose tcgen05 work since their
-        last warp-wide synchronisation (bar.warp.sync, a CTA or cluster barrier) is not ordered before
-        this arrive (elect.sync orders no memory). Returns (lanes, (op, site) of the first) or None."""
+        """At an mbarrier arrive by this thread, right after an elect.sync it won (an arrive for the warp):
+        the other lanes of its warp whose tcgen05 work since their last warp-wide synchronisation
+        (bar.warp.sync, a CTA or cluster barrier) is not ordered before this arrive (elect.sync orders no
+        memory). Returns (lanes, (op, site) of the first) or None."""
+        if self.elected_at != self.collectives_seen:
+            return None  # not right after an elect.sync it won: an arrive of its own, not for the warp
         others = [lane for lane in self.warp.tc_lanes if lane != self.lane]
         return (frozenset(others), self.warp.tc_lanes[others[0]]) if others else None
 
