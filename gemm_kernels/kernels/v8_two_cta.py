@@ -16,7 +16,8 @@ What changes in the handoffs (step 7's names):
   mma2ld[a]   likewise: both writebacks learn their half of accumulator a is ready
   ld2mma[a]   the leader's, 8 arrivals: one elected lane of each of its own 4 writeback warps
               and of the peer's 4, which arrive remotely through a mapa address (relaxed, after
-              tcgen05.wait::ld and tcgen05.fence::before_thread_sync: the ISA's form)
+              tcgen05.wait::ld, tcgen05.fence::before_thread_sync and a warp barrier that orders
+              the other lanes' loads before the elected lane's arrive: the ISA's form)
 Two accumulators of 256 columns fill all 512 TMEM columns (step 7's double buffering). Every
 pipeline wait is on a barrier that the peer CTA also completes (its remote arrivals, the leader's
 multicast commits, its cta_group::2 loads), so it uses the ISA's cluster-scope form,
@@ -203,8 +204,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 for sub in range(SUBTILES):
                     packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
                     if sub == SUBTILES - 1:  # every column read: the leader may refill the accumulator
-                        # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, then a relaxed
-                        # arrive from one lane per warp (no GPU-scope release fence)
+                        # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, a warp barrier, then
+                        # a relaxed arrive from one lane per warp (no GPU-scope release fence)
                         ptx.tcgen05_fence_before()
                         cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
                         if ptx.elect_sync():
