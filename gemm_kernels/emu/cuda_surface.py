@@ -74,15 +74,7 @@ class EmuCuda:
     @staticmethod
     def syncwarp(mask=0xFFFFFFFF):
         t = _thread()
-        w = t.warp
-
-        def synced(args):
-            # bar.warp.sync orders each member lane's earlier work before every member's later work: the
-            # lanes' tcgen05 work is now ordered before an arrive one of them makes for the warp
-            for lane in args:
-                w.tc_lanes.pop(lane, None)
-
-        w.collective(t, "syncwarp", (), members=int(mask), same=False, action=synced)
+        t.warp.collective(t, "syncwarp", (), members=int(mask), same=False, action=t.warp.lanes_synced)
 
     @staticmethod
     def grid(ndim):

@@ -309,6 +309,14 @@ class Warp(Waitable):
             return c.result.get(thread.lane)
         return c.result
 
+    def lanes_synced(self, lanes):
+        """bar.warp.sync completed for ``lanes``: it orders each member lane's earlier work before every
+        member's later work, so their tcgen05 work is ordered before an arrive one of them makes for the
+        warp."""
+        if self.tc_lanes:
+            for lane in lanes:
+                self.tc_lanes.pop(lane, None)
+
     def lane_exited(self, thread):
         for nb in self.cta.named.values():  # the warp's other lanes may wait for this one at a bar.sync
             if nb.warp_pending:
