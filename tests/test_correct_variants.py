@@ -9,6 +9,7 @@ from tests.correct_variants import VARIANTS
 ORDERS = [("lazy", 0), ("eager", 0), ("random", 1), ("random", 2)]
 
 
+@pytest.mark.slow  # 8 variants x 4 orders: about a minute on one core
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_correct_variant_is_silent(name):
     ch, edits, (m, n, k), config, _why = VARIANTS[name]
