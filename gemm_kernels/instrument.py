@@ -17,7 +17,7 @@ event code into a device buffer (``ptx.timeline_stamp``) at the events the emula
 ============================  =================================  =======================================
 op in the kernel              stamp(s)                           drawn as (``decode_timeline``)
 ============================  =================================  =======================================
-mbarrier_wait(_cluster)       WAIT_BEGIN, WAIT_END (bar, parity)  ``wait`` from begin to end
+mbarrier_wait(_(relaxed_)cluster) WAIT_BEGIN, WAIT_END (bar, parity)  ``wait`` from begin to end
 tma_load_2d(_cg2)             TMA_LOAD (barrier)                  ``tma.issue`` tick; ``tma.load`` bar on
                                                                   lane TMA until a wait on that barrier
                                                                   is released (observed landing)
@@ -193,7 +193,9 @@ def _timeline_subs(tl: Timeline, guard: Guard | None):
         subs[name] = _device("\n".join(lines) + "\n", f"w_{name}", ns)
 
     gcall = "_gw(bar, parity, _CTR, _REC, _LIM, _GR, _SL)"
-    for name, g in (("mbarrier_wait", gcall), ("mbarrier_wait_cluster", gcall.replace("_gw(", "_gwc("))):
+    gcall_cluster = gcall.replace("_gw(", "_gwc(")
+    for name, g in (("mbarrier_wait", gcall), ("mbarrier_wait_cluster", gcall_cluster),
+                    ("mbarrier_wait_relaxed_cluster", gcall_cluster)):
         arg = "bar | (parity << 31)"
         wrap(name, "bar, parity", (WAIT_BEGIN, arg), (WAIT_END, arg), call=g if guard is not None else None)
     for name in ("tma_load_2d", "tma_load_2d_cg2"):
@@ -230,6 +232,8 @@ def _guard_subs(guard: Guard):
                                  "w", dict(ns)),
         "mbarrier_wait_cluster": _device("def w(bar, parity):\n    _gwc(bar, parity, _CTR, _REC, _LIM, _GR, _SL)\n",
                                          "w", dict(ns)),
+        "mbarrier_wait_relaxed_cluster": _device(
+            "def w(bar, parity):\n    _gwc(bar, parity, _CTR, _REC, _LIM, _GR, _SL)\n", "w", dict(ns)),
         "shared_addr": _device("def w(arr):\n    r = _op(arr)\n    _note(_REC, r)\n    return r\n", "w", dict(ns)),
     }
 

@@ -68,6 +68,14 @@ def wait(bar0, stage, phase):
 
 
 @cuda.jit(device=True, forceinline=True)
+def wait_cluster(bar0, stage, phase):
+    """``wait`` on a barrier that the other CTA of a pair also completes (its remote arrivals, the
+    leader's multicast commits, cta_group::2 TMA loads): the ISA's cluster-scope form,
+    try_wait.parity.relaxed.cluster (the same SASS as the CTA-scope acquire)."""
+    ptx.mbarrier_wait_relaxed_cluster(barrier(bar0, stage), phase)
+
+
+@cuda.jit(device=True, forceinline=True)
 def expect_tx(bar0, stage, nbytes):
     """The producer's arrival on barrier ``stage``, announcing the ``nbytes`` that its TMA copies
     will complete on it (``mbarrier.arrive.expect_tx``). Returns the barrier, for those copies."""
@@ -117,6 +125,15 @@ def producer_tail(empty0, stage, phase, depth):
     and the CTA may tear down. A stage never filled passes at once."""
     for _ in range(depth):
         wait(empty0, stage, phase)
+        stage, phase = advance(stage, phase, depth)
+
+
+@cuda.jit(device=True, forceinline=True)
+def producer_tail_cluster(empty0, stage, phase, depth):
+    """``producer_tail`` for a CTA pair, whose "empty" barriers the leader's multicast commits complete
+    (``wait_cluster``)."""
+    for _ in range(depth):
+        wait_cluster(empty0, stage, phase)
         stage, phase = advance(stage, phase, depth)
 
 

@@ -507,6 +507,7 @@ def k_acc_reuse(out, bug):
                     vals[chunk, i] = v[i]
             if bug != 4:
                 ptx.tcgen05_fence_before()
+            cuda.syncwarp()  # every lane's loads are ordered before lane 0's arrive for the warp
             if lane == 0:
                 ptx.mbarrier_arrive(acc_empty)
             if bug == 6 and warp == 0 and t == 1:
@@ -805,10 +806,13 @@ def k_mma_cg2(out, idesc, n, bug=0):
         ptx.mbarrier_init(late, 1)
         ptx.mbarrier_init(bye, 1)
         ptx.fence_mbarrier_init()
+    ptx.cluster_arrive()  # the peer runs: only then the pair's allocation (it writes into the peer)
+    ptx.cluster_wait()
     if warp == 0:
         ptx.tmem_alloc_cg2(base + SLOT, 256)
-    ptx.cluster_arrive()
-    ptx.cluster_wait()
+    ptx.tcgen05_fence_before()
+    cuda.syncthreads()
+    ptx.tcgen05_fence_after()
     tmem = smem32[SLOT // 4]
     if tid == 0:
         ptx.mbarrier_arrive_expect_tx(tma_bar, BOX_BYTES + (n // 2) * 128)
@@ -837,7 +841,7 @@ def k_mma_cg2(out, idesc, n, bug=0):
             ptx.tcgen05_commit_cg2_multicast(late, 2)
         ptx.mbarrier_wait(spare, 0)
         if bug == 2:
-            ptx.mbarrier_wait(bye, 0)
+            ptx.mbarrier_wait_cluster(bye, 0)  # rank 1 arrives on it
     if rank == 1 and tid == 0 and bug == 2:
         ptx.mbarrier_wait_cluster(late, 0)
         ptx.mbarrier_arrive_cluster(ptx.mapa(bye, 0))

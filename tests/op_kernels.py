@@ -189,6 +189,18 @@ def k_mbarrier_wait_cluster(tmap, x, out, fout):
     ptx.mbarrier_wait_cluster(ptx.shared_addr(bars), x & uint32(1))
 
 
+def k_mbarrier_wait_relaxed_cluster(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.mbarrier_wait_relaxed_cluster(ptx.shared_addr(bars), x & uint32(1))
+
+
+def k_mbarrier_wait_sleep_relaxed_cluster(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.mbarrier_wait_sleep_relaxed_cluster(ptx.shared_addr(bars), x & uint32(1))
+
+
 def k_mbarrier_try_wait(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x

@@ -59,6 +59,23 @@ def test_chapter_random_order(ch):
         assert res.ok, res.report()
 
 
+# persistent chapters at a B200's launch geometry: min(148, tiles) CTAs (74 pair clusters), one tile each
+B200_CASES = [(6, (256, 256, 128)), (7, (256, 256, 128)), (8, (256, 512, 128)), (9, (512, 512, 128))]
+
+
+@pytest.mark.parametrize("ch, shape", B200_CASES, ids=[f"v{c}" for c, _ in B200_CASES])
+def test_persistent_chapter_at_the_b200_launch(ch, shape):
+    from gemm_kernels.emu.check_mode import b200_launch
+
+    a, b = random_operands(*shape, seed=20 + ch)
+    config = b200_launch(CHAPTERS[ch].entry)
+    assert config is not None
+    for policy, seed in (("lazy", 0), ("random", 1)):
+        d = CHAPTERS[ch].entry(a, b, backend="emulator", policy=policy, seed=seed, **config)
+        res = compare(d, a, b)
+        assert res.ok, res.report()
+
+
 def test_check_could_fail():
     """The comparison itself catches a wrong tile (so the tests above can fail)."""
     a, b = random_operands(128, 128, 64)

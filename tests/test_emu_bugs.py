@@ -530,15 +530,19 @@ CATALOGUE = {
                     "test_memory_fault_store_over_live_barrier", "test_memory_fault_mbarrier_op_where_no_barrier_lives",
                     "test_memory_fault_store_runs_from_one_region_into_the_next", "test_exit_with_tma_store_in_flight",
                     "test_dsmem_store_and_arrival_into_a_cta_that_may_have_exited",
-                    "test_peer_barrier_used_before_its_init_was_published",
                     "test_memory_fault_global_index_out_of_range",
                     "test_memory_fault_barrier_used_by_tma_without_fence_mbarrier_init"],
     "UninitializedRead": ["test_uninitialized_shared_read", "test_uninitialized_tmem_accumulate_and_load",
                           "test_uninitialized_mma_operand", "test_tmem_address_read_before_the_allocating_warp_wrote_it"],
     "DataRace": ["test_data_race_between_warps"],
     "MissingTcgen05Fence": ["test_missing_tcgen05_fence_after_thread_sync",
+                            "test_missing_tcgen05_fence_after_the_wait_on_a_tma_filled_stage",
                             "test_missing_tcgen05_fence_before_thread_sync"],
     "EmulatorError": ["test_reinit_live_barrier_without_inval"],
+    "PeerNotRunning": ["test_dsmem_store_before_the_cluster_barrier",
+                       "test_peer_barrier_used_before_its_init_was_published"],
+    "WaitScopeMismatch": ["test_cta_scope_wait_on_a_peer_arrival"],
+    "MissingWarpSync": ["test_elected_arrive_without_a_warp_barrier"],
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -745,7 +749,62 @@ def test_drain_fixed(policy, seed):
 
 @pytest.mark.parametrize("policy,seed", ALL)
 def test_peer_barrier_used_before_its_init_was_published(policy, seed):
-    _raises(E.MemoryFault, lambda: peer(2, policy, seed), "mbarrier", "CTA (1,0,0) [cluster 0 rank 1]")
+    """No barrier at all after the set-up: the first access into the peer (a DSMEM store) is reported as
+    made before anything showed the peer running; where the peer's own threads reach the barrier first,
+    their wait before its initialisation is."""
+    with pytest.raises((E.PeerNotRunning, E.MemoryFault)) as ei:
+        peer(2, policy, seed)
+    msg = str(ei.value)
+    assert "CTA (1,0,0) [cluster 0 rank 1]" in msg
+    assert ("st.shared.v4" in msg and "cluster_arrive" in msg) if type(ei.value) is E.PeerNotRunning \
+        else "mbarrier" in msg, msg
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_missing_tcgen05_fence_after_the_wait_on_a_tma_filled_stage(policy, seed):
+    """Chapter 7 without tcgen05.fence::after_thread_sync after the MMA warp's wait on a full stage: by the
+    ISA the MMA is ordered after the wait (and so after the TMA bytes) only through that fence."""
+    from gemm_kernels import book_helpers
+    from gemm_kernels.check import random_operands
+
+    no_fence = book_helpers.variant(7, {"pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full\n"
+                                        "                    ptx.tcgen05_fence_after()\n":
+                                        "pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full\n"})
+    _raises(E.MissingTcgen05Fence, lambda: no_fence.entry(*random_operands(128, 128, 64), backend="emulator",
+                                                          policy=policy, seed=seed),
+            "tcgen05.mma", "the wait on mbarrier tma2mma[0]", "the TMA loads whose bytes completed its phase")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_elected_arrive_without_a_warp_barrier(policy, seed):
+    """Chapter 7 without the warp barrier before the elected lane's ld2mma arrive: the other lanes'
+    tcgen05.ld are not ordered before it by the ISA (elect.sync orders no memory)."""
+    from gemm_kernels import book_helpers
+    from gemm_kernels.check import random_operands
+
+    line = "                        cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive\n"
+    no_sync = book_helpers.variant(7, {line: ""})
+    _raises(E.MissingWarpSync, lambda: no_sync.entry(*random_operands(128, 128, 64), backend="emulator",
+                                                     policy=policy, seed=seed),
+            "arrived on mbarrier ld2mma[0]", "v7_warp_specialized.py>:195", "tcgen05.ld at", "epilogue.py:",
+            "cuda.syncwarp()")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_dsmem_store_before_the_cluster_barrier(policy, seed):
+    from tests.test_emu_peer_running import k_dsmem
+
+    _raises(E.PeerNotRunning, lambda: K.run(k_dsmem, (np.zeros(1, np.uint32), 1), block=32, grid=2, cluster=2,
+                                             policy=policy, seed=seed),
+            "st.shared.v4 by thread 0", "CTA (1,0,0) [cluster 0 rank 1]", "cluster_arrive")
+
+
+@pytest.mark.parametrize("policy,seed", ALL)
+def test_cta_scope_wait_on_a_peer_arrival(policy, seed):
+    from tests.test_emu_peer_running import k_scope
+
+    _raises(E.WaitScopeMismatch, lambda: K.run(k_scope, (np.zeros(1, np.uint32), 0), block=32, grid=2, cluster=2,
+                                                policy=policy, seed=seed), "with CTA scope", "of another CTA")
 
 
 @pytest.mark.parametrize("policy,seed", ALL)

@@ -45,3 +45,15 @@ def test_check_reports_a_wrong_result():
 
     verdict = check_entry(wrong, a, b, orders=(("eager", 0),))
     assert not verdict.ok and "wrong result" in verdict.runs[0].text()
+
+
+def test_persistent_check_also_runs_at_the_b200_launch():
+    from gemm_kernels.emu.check_mode import b200_launch
+
+    assert b200_launch(CHAPTERS[5].entry) is None  # not persistent: one launch
+    assert b200_launch(CHAPTERS[7].entry) == {"num_ctas": 148}
+    assert b200_launch(CHAPTERS[9].entry) == {"num_clusters": 74}
+    a, b = random_operands(256, 256, 128)
+    verdict = check_entry(CHAPTERS[6].entry, a, b, orders=(("lazy", 0),), b200=True)
+    assert verdict.ok and [r.text() for r in verdict.runs] == [
+        "lazy, emulator launch: ok", "lazy, B200 launch (min(148, tiles) CTAs): ok"]

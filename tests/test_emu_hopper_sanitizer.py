@@ -27,12 +27,17 @@ def test_over_arrival_failed_every_h200_launch():
 
 
 def test_small_expect_tx_was_wrong_on_the_h200():
-    """At least one recorded run never completed phase 0 (an unbounded wait would hang there); the
-    recording keeps every run's counts, and the emulator's report quotes both outcomes."""
+    """What every run of this case shows, whatever the mix of outcomes: the launch and the
+    synchronisation succeed (the hardware reports nothing), and each lane's two bounded waits see
+    one phase complete, not two: phase 0 completed early (before all bytes landed) or never (its
+    wait gives up, and the wait on the other parity passes). Which of the two happens depends on
+    timing: recordings gave 2 early and 1 never, in different orders, and 3 early is possible, so the
+    test asserts no count of either."""
     runs = REC["cases"]["small_expect_tx"]
     assert runs
-    never = [r for r in runs if r.get("phase0_waits_passed") == 0 or "hang" in r]
-    assert never, runs  # at least one run in which phase 0 never completed: an unbounded wait hangs
+    for r in runs:
+        assert r.get("launch") == r.get("sync") == "CUDA_SUCCESS", r
+        assert (r["phase0_waits_passed"], r["phase1_waits_passed"]) in ((32, 0), (0, 32)), r
 
 
 @pytest.mark.parametrize("policy,seed", B.ALL)

@@ -64,6 +64,8 @@ SASS_SM100 = {
     "mbarrier_wait": ("SYNCS.PHASECHK.TRANS64.TRYWAIT", None),
     "mbarrier_wait_sleep": [("SYNCS.PHASECHK.TRANS64.TRYWAIT", None), ("NANOSLEEP.SYNCS", None)],  # the hint
     "mbarrier_wait_cluster": ("SYNCS.PHASECHK.TRANS64.TRYWAIT", None),  # + CCTL.IVALL (acquire.cluster)
+    "mbarrier_wait_relaxed_cluster": ("SYNCS.PHASECHK.TRANS64.TRYWAIT", None),  # no CCTL.IVALL: as the CTA form
+    "mbarrier_wait_sleep_relaxed_cluster": [("SYNCS.PHASECHK.TRANS64.TRYWAIT", None), ("NANOSLEEP.SYNCS", None)],
     "mbarrier_try_wait": ("SYNCS.PHASECHK.TRANS64.TRYWAIT", None),
     "mbarrier_inval": ("SYNCS.CCTL.IV", None),
     # tcgen05: TMEM allocation (software around one atomic on the allocator, plus guardrail traps)
@@ -258,6 +260,16 @@ def test_relaxed_cluster_arrive_has_no_fence(arch):
     assert any(k.startswith(fences) for k in release), release
     assert not any(k.startswith(fences) for k in relaxed), relaxed
     assert not any(k.startswith("NANOSLEEP") for k in _delta("mbarrier_wait", arch))
+
+
+@needs_nvdisasm
+def test_relaxed_cluster_wait_is_the_cta_wait_in_sass():
+    """The cluster-scope relaxed wait (chapters 8 and 9: the ISA's form for barriers the peer completes)
+    compiles to the same SASS as the CTA-scope acquire; the cluster-scope acquire adds an L1 invalidation."""
+    assert _op_build("mbarrier_wait_relaxed_cluster").opcodes == _op_build("mbarrier_wait").opcodes
+    assert _op_build("mbarrier_wait_sleep_relaxed_cluster").opcodes == _op_build("mbarrier_wait_sleep").opcodes
+    assert "CCTL.IVALL" in _delta("mbarrier_wait_cluster", "sm_100a")
+    assert "CCTL.IVALL" not in _delta("mbarrier_wait_relaxed_cluster", "sm_100a")
 
 
 def test_split_descriptor_mma_twin_composes_the_full_descriptor(monkeypatch):

@@ -52,7 +52,7 @@ def k_handoffs(out, rounds):
     if warp == 0:
         if rank == 0 and lane == 0:
             for r in range(rounds):
-                ptx.mbarrier_wait(base + EMPTY + 8 * stage, phase ^ 1)
+                ptx.mbarrier_wait_cluster(base + EMPTY + 8 * stage, phase ^ 1)  # CTA 1 arrives on it too
                 slot = base + SLOTS + 16 * stage
                 smem32[(SLOTS + 16 * stage) // 4] = r
                 ptx.st_shared_v4(ptx.mapa(slot, 1), r, 0, 0, 0)

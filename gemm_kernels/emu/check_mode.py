@@ -18,6 +18,25 @@ from .errors import EmulatorError
 #: the runs of a check: (policy, seed)
 ORDERS = (("eager", 0), ("lazy", 0), ("random", 1), ("random", 2), ("random", 3))
 
+#: a B200's SMs: a persistent kernel launches one CTA per SM (one cluster per pair of SMs)
+B200_SMS = 148
+
+
+def b200_launch(entry):
+    """The launch a B200 makes for a persistent host entry: min(148, tiles) CTAs, or min(74, tiles)
+    clusters of two (the entries cap the grid at the number of tiles), as config for ``entry``; None for
+    a kernel that is not persistent. On the emulator the persistent chapters default to a few CTAs that
+    each take several tiles; at the test shapes a B200 gives each CTA one tile, where a bug that balances
+    out over many tiles (a release to the wrong stage) shows."""
+    import inspect
+
+    params = inspect.signature(entry).parameters
+    if "num_clusters" in params:
+        return {"num_clusters": B200_SMS // 2}
+    if "num_ctas" in params:
+        return {"num_ctas": B200_SMS}
+    return None
+
 
 @dataclass
 class Run:
@@ -25,6 +44,7 @@ class Run:
     seed: int
     error: EmulatorError | None = None  # the diagnostic, if the emulator stopped the kernel
     mismatch: str | None = None  # the numpy comparison's report, if the result was wrong
+    launch: str = ""  # the launch geometry, where a check runs more than one
 
     @property
     def ok(self):
@@ -32,6 +52,8 @@ class Run:
 
     def text(self):
         order = self.policy if self.policy != "random" else f"random (seed {self.seed})"
+        if self.launch:
+            order += f", {self.launch}"
         if self.error is not None:
             first = str(self.error).splitlines()[0]
             return f"{order}: {type(self.error).__name__}: {first}"
@@ -71,12 +93,12 @@ class Verdict:
             print("  " + r.text())
 
 
-def check(run_once, orders=ORDERS):
+def check(run_once, orders=ORDERS, launch="", verdict=None):
     """``run_once(policy, seed)`` runs the kernel and returns None (right) or a mismatch report; an
     EmulatorError it raises is recorded as that run's diagnostic."""
-    verdict = Verdict()
+    verdict = Verdict() if verdict is None else verdict
     for policy, seed in orders:
-        run = Run(policy, seed)
+        run = Run(policy, seed, launch=launch)
         try:
             run.mismatch = run_once(policy, seed)
         except EmulatorError as exc:
@@ -85,16 +107,26 @@ def check(run_once, orders=ORDERS):
     return verdict
 
 
-def check_entry(entry, a, b, orders=ORDERS, **config):
-    """Check a host entry (``CHAPTERS[n].entry`` or a variant's ``entry``) on operands a, b."""
+def check_entry(entry, a, b, orders=ORDERS, b200=False, **config):
+    """Check a host entry (``CHAPTERS[n].entry`` or a variant's ``entry``) on operands a, b. With ``b200``
+    a persistent kernel runs every order twice: at the emulator's default launch (a few CTAs, several
+    tiles each) and at a B200's (``b200_launch``)."""
     from ..check import compare
 
-    def once(policy, seed):
-        d = entry(a, b, backend="emulator", policy=policy, seed=seed, **config)
-        res = compare(d, a, b)
-        return None if res.ok else res.report()
+    def runner(extra):
+        def once(policy, seed):
+            d = entry(a, b, backend="emulator", policy=policy, seed=seed, **config, **extra)
+            res = compare(d, a, b)
+            return None if res.ok else res.report()
+        return once
 
-    return check(once, orders)
+    geometry = b200_launch(entry) if b200 else None
+    if geometry is None:
+        return check(runner({}), orders)
+    verdict = check(runner({}), orders, launch="emulator launch")
+    (name, count), = geometry.items()
+    what = "CTAs" if name == "num_ctas" else "clusters"
+    return check(runner(geometry), orders, launch=f"B200 launch (min({count}, tiles) {what})", verdict=verdict)
 
 
 def check_variant(variant, m, n, k, orders=ORDERS):

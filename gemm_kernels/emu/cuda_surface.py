@@ -74,7 +74,7 @@ class EmuCuda:
     @staticmethod
     def syncwarp(mask=0xFFFFFFFF):
         t = _thread()
-        t.warp.collective(t, "syncwarp", (), members=int(mask), same=False)
+        t.warp.collective(t, "syncwarp", (), members=int(mask), same=False, action=t.warp.lanes_synced)
 
     @staticmethod
     def grid(ndim):

@@ -94,3 +94,24 @@ class MissingTcgen05Fence(EmulatorError):
     """A tcgen05 operation ordered by a thread synchronisation without
     tcgen05.fence::after_thread_sync after it, or tcgen05 work published by a synchronisation
     without tcgen05.fence::before_thread_sync before it."""
+
+
+class PeerNotRunning(EmulatorError):
+    """An operation that touches a peer CTA's shared memory or barriers (tcgen05.alloc/dealloc of
+    .cta_group::2, a DSMEM store, a remote arrive, a multicast commit, a TMA load that completes on a
+    peer's barrier) before anything (a cluster barrier's arrive + wait, or a wait that saw the peer's
+    arrival) has shown the issuing thread that the peer CTA is running. The PTX ISA leaves that to the
+    kernel: a cluster's CTAs need not start together, and an access into a CTA that has not started
+    can hang or be lost."""
+
+
+class WaitScopeMismatch(EmulatorError):
+    """A CTA-scope mbarrier wait (try_wait.parity's default .acquire.cta) consumed a phase that a thread
+    of another CTA arrived on (a remote arrive through mapa): by the PTX memory model a CTA-scope
+    acquire does not synchronise with another CTA's arrive. Wait with cluster scope."""
+
+
+class MissingWarpSync(EmulatorError):
+    """One lane arrives on an mbarrier for its warp (after elect.sync) while other lanes of the warp
+    issued tcgen05 work (a tcgen05.ld) that no warp barrier orders before the arrive: by the PTX ISA
+    elect.sync orders no memory, so the barrier's waiter is not ordered after that work."""

@@ -7,7 +7,8 @@ under ``eager``, ``lazy`` and ``random``, whichever order the run took.
 
 Slots (one int per slot in every clock), per warp w of the cluster (W warps in all):
 * ``w``        the warp's own program order (lanes of a warp share it: races between lanes of one
-               warp are not modelled);
+               warp are not modelled; a wait acquires the phase whose completion woke it, so a lane
+               that runs again late does not order the warp after later phases: mbarrier.consume);
 * ``W + w``    the MMAs the warp issued (completed for others through tcgen05.commit's arrival);
 * ``2W + w``   the warp's TMA loads (completed through complete_tx on their mbarrier);
 * ``3W + w``   the warp's bulk (TMA store) groups, completed by ``cp.async.bulk.wait_group``.
@@ -24,12 +25,17 @@ import numpy as np
 MMA, TMA, BULK = "mma", "tma", "bulk"
 TC_READ, TC_WRITE = 1, 2  # kinds of tcgen05 work: tcgen05.ld reads TMEM; MMA, tcgen05.st write it
 TC_DEALLOC = 4  # tcgen05.dealloc: ordered after work of every kind, and issues no work itself
+TC_SMEM = 8  # behind a synchronisation: TMA loads' writes to shared memory (an MMA reads them: fence after)
 
 
 def tc_conflict(op_kind, behind):
     """Does a tcgen05 operation of ``op_kind`` need ordering after work of kinds ``behind``? (Two
     reads need none.)"""
-    return bool(behind & TC_WRITE) or bool(op_kind & (TC_WRITE | TC_DEALLOC) and behind)
+    if behind & TC_WRITE:
+        return True
+    if op_kind & TC_WRITE and behind & TC_SMEM:  # an MMA reads the shared memory the TMA loads wrote
+        return True
+    return bool(op_kind & (TC_WRITE | TC_DEALLOC) and behind & TC_READ)
 
 
 class Clocks:
@@ -129,11 +135,14 @@ class SyncPoint:
                 self.unfenced = thread.tc_unfenced
         self.vc = thread.release(self.vc)
 
-    def release_async(self, vc, tcgen05=False):
-        """An arrival by asynchronous work (a TMA's complete_tx, a commit: fenced by definition)."""
+    def release_async(self, vc, tcgen05=False, smem=False):
+        """An arrival by asynchronous work (a TMA's complete_tx, with ``smem``; a commit, with ``tcgen05``:
+        fenced by definition)."""
         self.vc = join(self.vc, vc)
         if tcgen05:
             self.tc |= TC_WRITE
+        if smem:
+            self.tc |= TC_SMEM
 
     def acquire(self, thread, name):
         thread.acquire(self.vc, name, self.tc, self.unfenced)

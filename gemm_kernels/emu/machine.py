@@ -11,7 +11,9 @@ from .errors import (
     EmulatorError,
     MemoryFault,
     MissingTcgen05Fence,
+    MissingWarpSync,
     NamedBarrierMismatch,
+    PeerNotRunning,
     TmemHazard,
     TmemLifecycleError,
 )
@@ -62,6 +64,10 @@ class EmuThread:
         self.tc_after = None  # (sync, site, kinds) acquired with tcgen05 work behind it, not yet fenced after
         self.tc_before_src = None  # (op text, sync) of unfenced tcgen05 work that reached this thread
         self.pending_stores = []  # TMA stores not yet covered by a cp.async.bulk.wait_group.read
+        self.collectives_seen = 0  # the number of the warp collective this thread passed last
+        self.elected_at = -1  # the number of the last elect.sync this thread won (collectives_seen then)
+        self.try_wait_episode = None  # (barrier, phase) of this thread's latest try_wait that timed out
+        self.try_wait_timeouts = 0
         self.unfenced = []  # (lo, hi) of this CTA's shared memory this thread stored to since its last proxy fence
 
     @property
@@ -110,19 +116,23 @@ class EmuThread:
             prev = self.tc_after
             name = sync()
             self.tc_after = (name, site(2), carries_tc | (prev[2] if prev else 0))
-            # the latest synchronisation decides (an earlier unfenced one may since be covered by a fenced one)
-            self.tc_before_src = (unfenced, name) if unfenced is not None else None
+            if carries_tc & (TC_READ | TC_WRITE):
+                # the latest synchronisation decides (an earlier unfenced one may since be covered by a fenced one)
+                self.tc_before_src = (unfenced, name) if unfenced is not None else None
 
     def tcgen05_op(self, what, sid, kind):
         """A tcgen05 operation (kind: hb.TC_READ for tcgen05.ld, TC_WRITE for MMA / tcgen05.st, TC_DEALLOC
         for tcgen05.dealloc): check the fence rules against the synchronisations that ordered it; remember it for
         the next release."""
         if self.tc_after is not None and tc_conflict(kind, self.tc_after[2]):
-            sync, wsid, _ = self.tc_after
+            sync, wsid, behind = self.tc_after
+            work = ("other threads' tcgen05 work" if behind & (TC_READ | TC_WRITE) else
+                    "the TMA loads whose bytes completed its phase (the shared memory the MMA reads)")
             raise MissingTcgen05Fence(
-                f"{self} executed {what} at {text(sid)} after {sync} at {text(wsid)}, which orders it after other "
-                f"threads' tcgen05 work, without tcgen05.fence::after_thread_sync in between: the tensor core may "
-                f"execute it before that work. Add ptx.tcgen05_fence_after() right after the synchronisation.")
+                f"{self} executed {what} at {text(sid)} after {sync} at {text(wsid)}, which orders it after {work}, "
+                f"without tcgen05.fence::after_thread_sync in between: by the PTX ISA an asynchronous tcgen05 "
+                f"operation is ordered after a thread synchronisation only through that fence, so the tensor core "
+                f"may execute it before that work. Add ptx.tcgen05_fence_after() right after the synchronisation.")
         if self.tc_before_src is not None and tc_conflict(kind, self.tc_before_src[0][2]):
             (src_thread, src_sid, _), sync = self.tc_before_src
             raise MissingTcgen05Fence(
@@ -134,6 +144,49 @@ class EmuThread:
         if work:
             self.tc_unfenced = (str(self), sid, work)
             self.tc_since_sync |= work
+            self.warp.tc_lanes[self.lane] = (what, sid)
+
+    def unordered_lanes(self):
+        """At an mbarrier arrive by this thread, right after an elect.sync it won (an arrive for the warp):
+        the other lanes of its warp whose tcgen05 work since their last warp-wide synchronisation
+        (bar.warp.sync, a CTA or cluster barrier) is not ordered before this arrive (elect.sync orders no
+        memory). Returns (lanes, (op, site) of the first) or None."""
+        if self.elected_at != self.collectives_seen:
+            return None  # not right after an elect.sync it won: an arrive of its own, not for the warp
+        others = [lane for lane in self.warp.tc_lanes if lane != self.lane]
+        return (frozenset(others), self.warp.tc_lanes[others[0]]) if others else None
+
+    def lanes_not_ordered(self, bar, sid, lanes, first):
+        what, op_sid = first
+        raise MissingWarpSync(
+            f"{self} arrived on mbarrier {bar.name} [CTA {bar.cta.rank_text()}] at {text(sid)} for its warp, but "
+            f"lanes {_ranges(lanes)} of the warp issued tcgen05 work ({what} at {text(op_sid)}) that nothing orders "
+            f"before this arrive, and did not arrive themselves: elect.sync picks a lane but orders no memory, so "
+            f"whoever waits on the barrier is not ordered after the other lanes' work (their tcgen05.wait::ld). "
+            f"Put cuda.syncwarp() (bar.warp.sync) after tcgen05.fence::before_thread_sync, before the elect.")
+
+    def require_peer_running(self, peer, what, sid=None):
+        """``what`` touches ``peer`` (another CTA of the cluster): something must have shown this thread
+        that the peer runs. Shown means happens-after an operation of one of the peer's warps (its
+        clock knows an epoch of a peer warp): a cluster barrier's wait, or a wait on a phase the peer
+        arrived on. Known peers are remembered per warp (clocks only grow)."""
+        warp = self.warp
+        if peer.rank in warp.peers_seen:
+            return
+        cluster = self.cta.cluster
+        w0 = peer.rank * cluster.warps_per_cta
+        if warp.clock.vc[w0:w0 + cluster.warps_per_cta].any():
+            warp.peers_seen.add(peer.rank)
+            return
+        where = text(sid) if sid is not None else here()
+        raise PeerNotRunning(
+            f"{what} by {self} at {where} touches the shared memory or barriers of the peer CTA "
+            f"{peer.rank_text()} before anything has shown this thread that the peer is "
+            f"running: no cluster barrier (arrive + wait) and no wait on an arrival from it comes before. "
+            f"The CTAs of a cluster need not start together, and the PTX ISA leaves it to the kernel to "
+            f"make sure the peer runs before its shared memory is touched; on a B200 this can hang at "
+            f"start-up. Put ptx.cluster_arrive(); ptx.cluster_wait() before it (after the mbarrier inits "
+            f"and fence_mbarrier_init).")
 
     def bulk_waited(self, ops):
         """cp.async.bulk.wait_group.read returned for ``ops``: their reads are done, and this warp
@@ -178,6 +231,7 @@ class _Collective:
         self.result = None
         self.done = False
         self.clock = 0.0
+        self.number = 0  # the warp's count of completed collectives, this one included
 
 
 class Warp(Waitable):
@@ -190,6 +244,9 @@ class Warp(Waitable):
         self.outstanding_ld = []  # tmem_rules.PendingLoad of tcgen05.ld not yet waited on
         self.clock = WarpClock(cta.cluster.clocks, cta.rank * cta.cluster.warps_per_cta + index)
         self._lanes = {}  # member mask -> frozenset of the lanes it names that exist
+        self.peers_seen = set()  # ranks of the CTAs this warp knows to be running (require_peer_running)
+        self.tc_lanes = {}  # lane -> (op, site) of tcgen05 work issued since the lane's last synchronisation
+        self.collectives = 0  # warp collectives completed so far (elect.sync, syncwarp, ...)
 
     def __str__(self):
         return f"warp {self.index} of CTA {self.cta.rank_text()}"
@@ -239,15 +296,26 @@ class Warp(Waitable):
                                               f"a .sync.aligned op needs warp-uniform operands")
             c.result = action(c.args) if action else None
             c.done = True
+            self.collectives += 1
+            c.number = self.collectives
             self.pending = None
             self.notify()
         else:
             self.scheduler.block(self, lambda: c.done, lambda: f"at warp collective {op} "
                                  f"(lanes {_ranges(c.args)} arrived, lanes {_ranges(c.members - set(c.args))} did not)")
         thread.clock = max(thread.clock, c.clock)
+        thread.collectives_seen = c.number
         if isinstance(c.result, dict):
             return c.result.get(thread.lane)
         return c.result
+
+    def lanes_synced(self, lanes):
+        """bar.warp.sync completed for ``lanes``: it orders each member lane's earlier work before every
+        member's later work, so their tcgen05 work is ordered before an arrive one of them makes for the
+        warp."""
+        if self.tc_lanes:
+            for lane in lanes:
+                self.tc_lanes.pop(lane, None)
 
     def lane_exited(self, thread):
         for nb in self.cta.named.values():  # the warp's other lanes may wait for this one at a bar.sync
@@ -344,6 +412,9 @@ class NamedBarrier(Waitable):
                     f"in one generation and warps {_ranges(warps)} in another: two groups share this barrier ID "
                     f"and release each other. Give each group its own ID.")
             self.warps_seen = warps
+            for t in self.arrived:  # bar.sync orders every member's work before every member's later work
+                if t.warp.tc_lanes:
+                    t.warp.tc_lanes.pop(t.lane, None)
             self.release_clock = self.clock + costmodel.BARRIER_LATENCY_CYCLES
             self.released[self.generation] = self.sp
             self.released.pop(self.generation - 8, None)
@@ -421,6 +492,9 @@ class CTA:
                 raise MemoryFault(f"{what}: shared address 0x{addr:x} names CTA rank {rank}, but the cluster has "
                                   f"{self.cluster.size} CTA(s)")
             cta = self.cluster.ctas[rank]
+            t = current_thread()
+            if t is not None and cta is not t.cta:
+                t.require_peer_running(cta, what)
         else:
             cta = self
         cta.smem.check(off, nbytes, what)
@@ -439,6 +513,8 @@ class CTA:
                               f"and be made visible with a fence and barrier)")
         t = current_thread()
         if t is not None:
+            if cta is not t.cta:
+                t.require_peer_running(cta, what)
             clock = t.warp.clock
             if clock.vcm[bar.init_slot] < bar.init_ep:
                 raise MemoryFault(
@@ -516,6 +592,9 @@ class Cluster(Waitable):
         if self.bar_arrived and self.bar_arrived >= self.live:
             self.bar_released[self.bar_generation] = self.bar_sp
             self.bar_sp = SyncPoint()
+            for cta in self.ctas:
+                for w in cta.warps:
+                    w.tc_lanes.clear()
             self.bar_generation += 1
             self.bar_arrived = 0
             self.release_clock = self.bar_clock + costmodel.BARRIER_LATENCY_CYCLES

@@ -15,11 +15,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from . import drain
-from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait
+from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait, WaitScopeMismatch
 from .hb import SyncPoint
 from .scheduler import Waitable
 
 MAX_COUNT = (1 << 20) - 1
+KEEP_PHASES = 8  # completed phases whose synchronisation is kept (a late thread acquires the one it saw)
 
 #: observers of every mbarrier state change, in the order they happen: callables
 #: ``fn(barrier, what, cycles, value)`` with ``what`` "init" (value: the arrival count), "arrive" (the
@@ -68,12 +69,16 @@ class MBarrier(Waitable):
         self.valid = True
         self.waits = 0  # successful waits so far (over-arrival check)
         self.meant = {}  # thread key -> the phase its last wait meant, counting its waits in order
+        self.warp_meant = {}  # warp clock slot -> (collective, phase meant by its lanes' first wait after it)
         self.last_completer = None  # (warp, lane, phase, waits) of the arrival that completed the last phase
         self.sp = SyncPoint()  # the current phase's releases (happens-before)
         self.done_sp = {}  # phase index -> its SyncPoint (the last few)
         self.init_slot = init_by.warp.clock.slot  # the init is published to whoever knows this epoch
         self.init_ep = int(init_by.warp.clock.epoch)
         self.expect_sites = []  # (thread, site, nbytes) of this phase's expect_tx announcements
+        self.remote = None  # (thread, site) of the current phase's first arrival by a thread of another CTA
+        self.unordered = []  # (thread, site, lanes, first op) of arrives not ordered after lanes' tcgen05 work
+        self.done_remote = {}  # phase index -> that, for the last few completed phases
         # the exit rule (drain.py): the latest asynchronous arrival, and who waited past it
         self.async_phase = -1  # the phase it landed in
         self.async_op = None  # the commit or TMA load that made it
@@ -104,9 +109,19 @@ class MBarrier(Waitable):
         if OBSERVERS:
             _observe(self, "arrive", at, count)
         if async_vc is None:
+            if thread.warp.tc_lanes:
+                unordered = thread.unordered_lanes()
+                if unordered is not None:
+                    from .source import site
+
+                    self.unordered.append((thread, site(2), *unordered))
             self.sp.release(thread)
             if self.one_each:
                 self._check_second_arrival(thread, count)
+            if self.remote is None and thread.cta is not self.cta:
+                from .source import site
+
+                self.remote = (thread, site(2))
         else:
             self.sp.release_async(async_vc, tcgen05)
             self._async_arrival(op)
@@ -191,7 +206,7 @@ class MBarrier(Waitable):
             _observe(self, "complete_tx", at, nbytes)
         self.tx -= nbytes
         self.phase_time = max(self.phase_time, at)
-        self.sp.release_async(vc)
+        self.sp.release_async(vc, smem=True)
         self._async_arrival(op)
         if self.tx < 0 and self.pending == 0:
             raise ExpectTxMismatch(
@@ -209,14 +224,30 @@ class MBarrier(Waitable):
 
         return "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in self.expect_sites) or "none"
 
+    def _check_unordered_lanes(self):
+        """An arrive for a warp whose other lanes' tcgen05 work no warp barrier ordered before it: reported
+        when the phase completes, unless those lanes arrived in this phase themselves."""
+        arrived = {(t.warp, t.lane) for t in self.arrived_by}
+        for thread, sid, lanes, first in self.unordered:
+            missing = [lane for lane in lanes if (thread.warp, lane) not in arrived]
+            if missing:
+                thread.lanes_not_ordered(self, sid, missing, first)
+        self.unordered = []
+
     def _maybe_complete(self):
         if self.pending == 0 and self.tx == 0:
+            if self.unordered:
+                self._check_unordered_lanes()
             self.completion_time[self.completed] = self.phase_time
-            self.completion_time.pop(self.completed - 3, None)
+            self.completion_time.pop(self.completed - KEEP_PHASES, None)
             self.done_sp[self.completed] = self.sp
-            self.done_sp.pop(self.completed - 3, None)
+            self.done_sp.pop(self.completed - KEEP_PHASES, None)
             self.sp = SyncPoint()
             self.expect_sites = []
+            if self.remote is not None or self.done_remote:
+                self.done_remote[self.completed] = self.remote
+                self.done_remote.pop(self.completed - KEEP_PHASES, None)
+                self.remote = None
             self.completed += 1
             self.pending = self.expected
             self.prev_arrivers = list(dict.fromkeys(self.arrived_by))
@@ -232,10 +263,18 @@ class MBarrier(Waitable):
         before it (true)."""
         return (parity & 1) != (self.completed & 1)
 
-    def consume(self, thread, parity):
-        """Book-keeping after a successful wait; raises on a stale phase."""
-        phase = self.completed - 1  # the phase the hardware just reported complete (-1: before init)
+    def consume(self, thread, parity, cluster_scope=True, observed=None):
+        """Book-keeping after a successful wait; raises on a stale phase, and on a CTA-scope wait
+        (``cluster_scope`` false) for a phase that a thread of another CTA arrived on. ``observed``: the
+        number of completed phases when the wait saw its phase complete (a thread woken by phase p's
+        completion acquires phase p, even if later phases completed before it ran again)."""
+        # the phase the hardware reported complete to this thread (-1: before init)
+        phase = (self.completed if observed is None else observed) - 1
         key = thread.key
+        if not cluster_scope and self.done_remote:
+            remote = self.done_remote.get(phase)
+            if remote is not None:
+                self._narrow_scope(thread, parity, phase, *remote)
         last = self.consumed.get(key)
         # Stale: the thread already consumed this phase AND has since issued work that completes a
         # later phase of this barrier (so it is waiting for its own work, which is not done yet).
@@ -251,7 +290,8 @@ class MBarrier(Waitable):
                 f"persistent tiles instead of resetting it).")
         # Skipped: counting this thread's waits in order, the phase it waits for is two or more phases
         # behind the barrier; the parity names that phase too, so the chip may release it there.
-        meant = self._next_meant(key, parity)
+        wslot = thread.warp.clock.slot
+        meant = self._next_meant(key, parity, wslot, thread.collectives_seen)
         if phase >= meant + 2:
             from .source import here
 
@@ -277,13 +317,43 @@ class MBarrier(Waitable):
                 else:
                     thread.warp.clock.acquire(sp.vc)
         self.meant[key] = meant
+        pos = self.warp_meant.get(wslot)
+        if pos is None or pos[0] != thread.collectives_seen:
+            self.warp_meant[wslot] = (thread.collectives_seen, meant)
         self.waits += 1
         return self.completion_time.get(phase, 0.0)
 
-    def _next_meant(self, key, parity):
+    def _narrow_scope(self, thread, parity, phase, arriver, sid):
+        from .source import here, text
+
+        raise WaitScopeMismatch(
+            f"{thread} waited at {here()} with CTA scope (try_wait.parity, whose default is .acquire.cta) on "
+            f"mbarrier {self.name} [CTA {self.cta.rank_text()}], parity {parity}; phase {phase}, the phase it "
+            f"consumed, got an arrival from {arriver} of another CTA, at {text(sid)}. A CTA-scope wait does not "
+            f"synchronise with another CTA's arrive (PTX memory model: the two operations must each be in the "
+            f"other's scope). Use the cluster form: ptx.mbarrier_wait_relaxed_cluster, with "
+            f"tcgen05.fence::after_thread_sync after it where tcgen05 work follows (the ISA's form for a CTA "
+            f"pair; the same SASS), or ptx.mbarrier_wait_cluster (.acquire.cluster) when the other CTA's "
+            f"ordinary stores must be visible after the wait.")
+
+    def _next_meant(self, key, parity, wslot, seen):
         """The phase a thread's wait on ``parity`` means, assuming it waits on this barrier's phases in
-        order (the next phase of that parity after the one its previous wait meant)."""
-        prev = self.meant.get(key, -2)  # a first wait means phase -1 (parity 1: "before init") or 0
+        order (the next phase of that parity after the one its previous wait meant). A lane's first wait
+        on a barrier that another lane of its warp has waited on (the elected lane waited alone, as in
+        CUTLASS's producer, and the others join in the tail) takes the warp's position: the warp's
+        collectives (elect.sync every k-block) keep its lanes together, so the wait means the warp's
+        position or the phase after it, whichever the parity names. The position is the phase of the warp's first
+        wait on this barrier after the latest warp collective (``seen``: the last one this lane passed),
+        where the warp's lanes were together; lanes that nothing keeps in step (no collective), which may
+        each wait on many phases, start from the first. A lane with its own history keeps its own count
+        (a lane that fell behind is reported)."""
+        prev = self.meant.get(key)
+        if prev is None:
+            pos = self.warp_meant.get(wslot)
+            if pos is not None and pos[0] <= seen:
+                w = pos[1]
+                return w if (w & 1) == (parity & 1) else w + 1
+            prev = -2  # a first wait means phase -1 (parity 1: "before init") or 0
         return prev + 1 if ((prev + 1) & 1) == (parity & 1) else prev + 2
 
     def lapped(self, thread, parity):
@@ -292,7 +362,7 @@ class MBarrier(Waitable):
         phase (a parity can name only the current phase or the one before it)."""
         if thread.key not in self.meant:
             return ""  # its first wait on this barrier: nothing to count from
-        m = self._next_meant(thread.key, parity)
+        m = self._next_meant(thread.key, parity, thread.warp.clock.slot, thread.collectives_seen)
         if m > self.completed - 2:
             return ""
         return (f" (counting this thread's waits on it phase by phase, this wait means phase {m}, which completed "

@@ -191,6 +191,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
                     if sub == SUBTILES - 1:  # every column read: the MMA warp may refill the accumulator
                         ptx.tcgen05_fence_before()
+                        cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
                         if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed
                             pipeline.arrive(base + LD2MMA, acc)
                     buf = sub % STAGING_BUFFERS

@@ -16,12 +16,19 @@ What changes in the handoffs (step 7's names):
   mma2ld[a]   likewise: both writebacks learn their half of accumulator a is ready
   ld2mma[a]   the leader's, 8 arrivals: one elected lane of each of its own 4 writeback warps
               and of the peer's 4, which arrive remotely through a mapa address (relaxed, after
-              tcgen05.wait::ld and tcgen05.fence::before_thread_sync: the ISA's form)
-Two accumulators of 256 columns fill all 512 TMEM columns (step 7's double buffering). Waits use
-the CTA-scope form, as CUTLASS does: the mbarrier's transaction count and the tcgen05 fences order
-the data; a cluster-scope acquire would also invalidate L1 at every wait.
+              tcgen05.wait::ld, tcgen05.fence::before_thread_sync and a warp barrier that orders
+              the other lanes' loads before the elected lane's arrive: the ISA's form)
+Two accumulators of 256 columns fill all 512 TMEM columns (step 7's double buffering). Every
+pipeline wait is on a barrier that the peer CTA also completes (its remote arrivals, the leader's
+multicast commits, its cta_group::2 loads), so it uses the ISA's cluster-scope form,
+try_wait.parity.relaxed.cluster: by the PTX memory model a CTA-scope acquire (CUTLASS's choice; the
+same SASS) does not synchronise with another CTA's arrive. Relaxed, because the transaction count
+and the tcgen05 fences after the wait order the data; an acquire at cluster scope would also
+invalidate L1 at every wait.
 Set-up and teardown become cluster-wide: barrier inits are fenced and published with the cluster
-barrier, TMEM is allocated and freed by both CTAs together (cta_group::2), and the cluster barrier
+barrier, which also shows each CTA that its peer is running; only then is TMEM allocated by both
+CTAs together (cta_group::2: the allocation writes into the peer's shared memory), and the address
+is published to the CTA by a CTA barrier between tcgen05 fences. At the end, the cluster barrier
 guarantees neither CTA frees TMEM while the other still uses it."""
 import functools
 
@@ -101,10 +108,13 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 ptx.mbarrier_init(pipeline.barrier(base + MMA2LD, s), 1)
                 ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 2 * 4)  # one lane per writeback warp, both CTAs
             ptx.fence_mbarrier_init()
-        if warp == 0:
-            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
-        ptx.cluster_arrive()  # barriers initialised and TMEM allocated in both CTAs
+        ptx.cluster_arrive()  # barriers initialised in both CTAs, and both CTAs are running
         ptx.cluster_wait()
+        if warp == 0:  # the pair's allocation writes into the peer CTA: only now that it is known to run
+            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
+        ptx.tcgen05_fence_before()
+        cuda.syncthreads()  # the TMEM address is published to the CTA
+        ptx.tcgen05_fence_after()
         tmem = smem32[TMEM_SLOT // 4]
 
         if warp == PRODUCER_WARP:
@@ -125,7 +135,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 b_row = n_idx * CLUSTER_N + rank * CTA_N
                 k0 = uint32(0)
                 while k0 < k_end:
-                    pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
+                    pipeline.wait_cluster(base + MMA2TMA, stage, phase)  # the stage is empty
                     if ptx.elect_sync():
                         if rank == 0:  # the leader announces both CTAs' bytes on its own (local) barrier
                             pipeline.expect_tx(base + TMA2MMA, stage, 2 * 2 * TILE_BYTES)
@@ -139,7 +149,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 t += num_clusters
             # the tail: the leader's commits multicast into this CTA's mma2tma barriers; wait for
             # the last of them, so that the pair stays alive until its cta_group::2 work is done
-            pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
+            pipeline.producer_tail_cluster(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP:
             if rank == 0:  # step 7's lean MMA warp, issuing for the pair
                 ptx.set_warp_role(ROLE_MMA)
@@ -151,12 +161,12 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 acc_phase = uint32(1)
                 t = cluster
                 while t < num_tiles:
-                    pipeline.wait(base + LD2MMA, acc, acc_phase)  # both CTAs drained it
+                    pipeline.wait_cluster(base + LD2MMA, acc, acc_phase)  # both CTAs drained it
                     ptx.tcgen05_fence_after()
                     d_tmem = tmem + acc * ACC_COLS
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
-                        pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
+                        pipeline.wait_cluster(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
                         ptx.tcgen05_fence_after()
                         a_desc = a_lo + stage * STAGE_DESC_STEP
                         b_desc = b_lo + stage * STAGE_DESC_STEP
@@ -188,14 +198,16 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)
-                ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase)  # a whole tile's MMAs: sleep
+                # a whole tile's MMAs: sleep
+                ptx.mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD, acc), acc_phase)
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
                     packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
                     if sub == SUBTILES - 1:  # every column read: the leader may refill the accumulator
-                        # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, then a relaxed
-                        # arrive from one lane per warp (no GPU-scope release fence)
+                        # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, a warp barrier, then
+                        # a relaxed arrive from one lane per warp (no GPU-scope release fence)
                         ptx.tcgen05_fence_before()
+                        cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
                         if ptx.elect_sync():
                             ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))
                     buf = sub % STAGING_BUFFERS

@@ -92,10 +92,13 @@ def make_kernel(depth, group=GROUP):
                 ptx.mbarrier_init(pipeline.barrier(base + MMA2LD0, c), 1)
                 ptx.mbarrier_init(pipeline.barrier(base + LD2MMA0, c), 2 * 4)  # one lane per writeback warp, both CTAs
             ptx.fence_mbarrier_init()
-        if warp == 0:
-            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
-        ptx.cluster_arrive()  # barriers initialised and TMEM allocated in both CTAs
+        ptx.cluster_arrive()  # barriers initialised in both CTAs, and both CTAs are running
         ptx.cluster_wait()
+        if warp == 0:  # the pair's allocation writes into the peer CTA: only now that it is known to run
+            ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
+        ptx.tcgen05_fence_before()
+        cuda.syncthreads()  # the TMEM address is published to the CTA
+        ptx.tcgen05_fence_after()
         tmem = smem32[TMEM_SLOT // 4]
 
         if warp == PRODUCER_WARP:
@@ -117,7 +120,7 @@ def make_kernel(depth, group=GROUP):
                 b_row = n_idx * CLUSTER_N + rank * CTA_N
                 k0 = uint32(0)
                 while k0 < k_end:
-                    pipeline.wait(base + MMA2TMA, stage, phase)  # both consumers released the stage
+                    pipeline.wait_cluster(base + MMA2TMA, stage, phase)  # both consumers released the stage
                     if ptx.elect_sync():
                         if rank == 0:
                             pipeline.expect_tx(base + TMA2MMA, stage, 2 * STAGE_TILES * TILE_BYTES)
@@ -132,7 +135,7 @@ def make_kernel(depth, group=GROUP):
                     k0 = uint32(k0 + uint32(BLOCK_K))
                 t += num_clusters
             # the tail (step 8): wait until both consumers have released every stage once more
-            pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
+            pipeline.producer_tail_cluster(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP0 or warp == MMA_WARP0 + 1:
             c = warp - MMA_WARP0  # this warp's consumer
             if rank == 0:
@@ -145,12 +148,12 @@ def make_kernel(depth, group=GROUP):
                 d_tmem = tmem + CONSUMER_N * c
                 t = cluster
                 while t < num_tiles:
-                    pipeline.wait(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator
+                    pipeline.wait_cluster(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator
                     acc_phase ^= uint32(1)
                     ptx.tcgen05_fence_after()
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
-                        pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
+                        pipeline.wait_cluster(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
                         ptx.tcgen05_fence_after()
                         a_desc = a_lo + stage * A_STAGE_DESC_STEP
                         b_desc = b_lo + stage * B_STAGE_DESC_STEP
@@ -182,13 +185,15 @@ def make_kernel(depth, group=GROUP):
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * CLUSTER_M + c * CONSUMER_M + rank * CTA_M)
-                ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD0, c), acc_phase)  # a whole tile's MMAs: sleep
+                # a whole tile's MMAs: sleep (step 8's cluster-scope wait)
+                ptx.mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD0, c), acc_phase)
                 acc_phase ^= uint32(1)
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
                     packed = tmem_load_subtile(lanes + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
                     if sub == SUBTILES - 1:  # step 8's canonical hand-back, one lane per warp
                         ptx.tcgen05_fence_before()
+                        cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
                         if ptx.elect_sync():
                             ptx.mbarrier_arrive_relaxed_cluster(leader_ld2mma)
                     buf = sub % STAGING_BUFFERS

@@ -7,7 +7,7 @@ from .fence import (fence_proxy_async, fence_proxy_tensormap_acquire, tcgen05_fe
 from .mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster,  # noqa: F401
                        mbarrier_arrive_expect_tx, mbarrier_arrive_expect_tx_cluster, mbarrier_arrive_remote, mbarrier_expect_tx, mbarrier_init, mbarrier_inval,
                        mbarrier_arrive_relaxed_cluster, mbarrier_try_wait, mbarrier_wait, mbarrier_wait_cluster,
-                       mbarrier_wait_sleep)
+                       mbarrier_wait_relaxed_cluster, mbarrier_wait_sleep, mbarrier_wait_sleep_relaxed_cluster)
 from .tcgen05 import (tcgen05_commit, tcgen05_commit_cg2_multicast, tcgen05_mma, tcgen05_mma_cg2,  # noqa: F401
                       tcgen05_mma_cg2_lo, tcgen05_mma_lo,
                       tmem_alloc, tmem_alloc_cg2, tmem_dealloc, tmem_dealloc_cg2, tmem_ld_32x32b_x8,

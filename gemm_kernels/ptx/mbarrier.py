@@ -145,9 +145,23 @@ def _wait(bar_addr, parity, scope):
     bar = t.cta.mbarrier(bar_addr, f"mbarrier.try_wait.parity{scope}")
     parity = int(parity) & 1
     start = t.clock
-    t.scheduler.block(bar, lambda: bar.phase_done(parity),
-                      lambda: f"on {bar.describe()}; waiting for parity {parity}{bar.lapped(t, parity)}")
-    done_at = bar.consume(t, parity)
+    if bar.phase_done(parity):
+        observed = bar.completed
+    else:
+        # the phase this thread's wait observed is the one whose completion woke it: by the time the
+        # scheduler runs it again, later phases may have completed too (it must not acquire those)
+        woke = [0]
+
+        def ready():
+            if bar.phase_done(parity):
+                woke[0] = bar.completed
+                return True
+            return False
+
+        t.scheduler.block(bar, ready,
+                          lambda: f"on {bar.describe()}; waiting for parity {parity}{bar.lapped(t, parity)}")
+        observed = woke[0]
+    done_at = bar.consume(t, parity, cluster_scope=bool(scope), observed=observed)
     t.clock = max(t.clock, done_at + costmodel.BARRIER_LATENCY_CYCLES)
     if t.lane == 0:
         t.event(_role(t), "wait", start, t.clock, barrier=bar.name, phase=bar.completed - 1,
@@ -186,15 +200,59 @@ mbarrier_wait_cluster = asm_op(
         "other CTA of the cluster (remote arrivals, multicast commits, cta_group::2 TMA).")
 mbarrier_wait_cluster.twin = lambda bar, parity: _wait(bar, parity, ".acquire.cluster") and None
 
+mbarrier_wait_relaxed_cluster = asm_op(
+    "mbarrier_wait_relaxed_cluster", _wait_loop(".relaxed.cluster"),
+    operands=(("bar", u32), ("parity", u32)),
+    doc="As mbarrier_wait, at cluster scope and relaxed: the PTX ISA's form for a wait on a barrier that "
+        "the other CTA of a pair also completes (its remote arrivals, the leader's multicast commits, "
+        "cta_group::2 TMA loads), followed by tcgen05.fence::after_thread_sync where tcgen05 work follows. "
+        "It orders no ordinary memory accesses (the fences and the barrier's transaction count order the "
+        "data); ptxas emits the same SASS as for the CTA-scope acquire (no L1 invalidation).")
+mbarrier_wait_relaxed_cluster.twin = lambda bar, parity: _wait(bar, parity, ".relaxed.cluster") and None
+
+mbarrier_wait_sleep_relaxed_cluster = asm_op(
+    "mbarrier_wait_sleep_relaxed_cluster", _wait_loop(".relaxed.cluster", hint=f", {SUSPEND_HINT_NS}"),
+    operands=(("bar", u32), ("parity", u32)),
+    doc="mbarrier_wait_relaxed_cluster with mbarrier_wait_sleep's suspend-time hint.")
+mbarrier_wait_sleep_relaxed_cluster.twin = lambda bar, parity: _wait(bar, parity, ".relaxed.cluster") and None
+
 mbarrier_try_wait = asm_op(
     "mbarrier_try_wait",
     "{{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [{bar}], {parity};\n"
     " selp.u32 {ok}, 1, 0, p;\n}}",
     results=(("ok", u32),), operands=(("bar", u32), ("parity", u32)),
     doc="One try_wait.parity: 1 if the phase with parity ``parity`` has completed, else 0 (after a "
-        "hardware time limit). The emulator's twin waits until it is 1: a loop of try_waits that "
-        "never succeeds is a deadlock it reports.")
-mbarrier_try_wait.twin = lambda bar, parity: _wait(bar, parity, "")
+        "hardware time limit). The emulator's twin models the limit: while the phase is incomplete it may "
+        "return 0 (see _try_wait); a loop that retries until it gets 1 is correct, a kernel that ignores "
+        "the 0 goes on before the phase completed.")
+
+#: the emulated clock cycles a try_wait spends before its time limit expires (the hardware's limit is
+#: implementation-defined; this only moves the thread's clock)
+TRY_WAIT_LIMIT_CYCLES = 2000
+
+
+def _try_wait(bar_addr, parity, scope=""):
+    """One try_wait.parity. While the named phase is incomplete it returns 0 at the time limit, once per
+    (thread, barrier, incomplete phase): always for the thread's first such wait under the lazy and eager
+    orders, and with probability 1/2 (the seeded order's generator) otherwise, so the same seed gives the
+    same run. A retry of the same phase blocks until it completes (a thread that spins on a phase that
+    never completes ends in a Deadlock report, as a hang); a kernel that ignores the 0 reads what the
+    phase was to guard before it landed, and the emulator's checks name that read."""
+    t = _thread()
+    bar = t.cta.mbarrier(bar_addr, f"mbarrier.try_wait.parity{scope}")
+    if not bar.phase_done(int(parity) & 1):
+        episode = (bar, bar.completed)
+        if t.try_wait_episode != episode:
+            t.try_wait_episode = episode
+            first = not t.try_wait_timeouts
+            if (first and t.scheduler.policy != "random") or t.scheduler.rng.random() < 0.5:
+                t.try_wait_timeouts += 1
+                t.advance(TRY_WAIT_LIMIT_CYCLES)
+                return 0
+    return _wait(bar_addr, parity, scope)
+
+
+mbarrier_try_wait.twin = lambda bar, parity: _try_wait(bar, parity, "")
 
 mbarrier_inval = asm_op(
     "mbarrier_inval", "mbarrier.inval.shared::cta.b64 [{bar}];", operands=(("bar", u32),),

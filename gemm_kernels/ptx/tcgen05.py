@@ -21,6 +21,15 @@ from ._declare import asm_op, f32, twin, u16, u32, u64
 
 
 # -- allocation ----------------------------------------------------------------------------------
+def _peer(t):
+    """The other CTA of ``t``'s pair (cta_group::2 work is shared by ranks 2i and 2i + 1)."""
+    cluster = t.cta.cluster
+    if cluster.size < 2:
+        raise MemoryFault(f"{t}: a .cta_group::2 operation needs a cluster of (at least) 2 CTAs; this launch's "
+                          f"clusters have {cluster.size}")
+    return cluster.ctas[t.cta.rank ^ 1]
+
+
 def _alloc_ops(group):
     alloc = asm_op(
         f"tmem_alloc{'_cg2' if group == 2 else ''}",
@@ -44,6 +53,8 @@ def _alloc_ops(group):
     def _alloc(dst, ncols):
         t = _thread()
         t.launch.use_cta_group(group, "tcgen05.alloc", t)
+        if group == 2:  # ptxas makes it a store and an arrive into the peer CTA's shared memory
+            t.require_peer_running(_peer(t), f"tcgen05.alloc.cta_group::2 of {int(ncols)} columns", _site())
         sm = t.cta.tmem.sm
         if sm is not None and t.cta.tmem.free_block(int(ncols)) is None:
             # CTAs share this SM's TMEM (emu.on_sms): wait until another CTA frees enough columns
@@ -73,6 +84,8 @@ def _alloc_ops(group):
         t = _thread()
         t.launch.use_cta_group(group, "tcgen05.dealloc", t)
         sid = _site()
+        if group == 2:
+            t.require_peer_running(_peer(t), "tcgen05.dealloc.cta_group::2", sid)
         t.tcgen05_op("tcgen05.dealloc", sid, TC_DEALLOC)
 
         def action(args):

@@ -19,7 +19,10 @@ elect_sync = asm_op(
 @twin(elect_sync)
 def _elect_sync():
     t = _thread()
-    return t.warp.collective(t, "elect.sync", (), action=lambda args: {lane: int(lane == min(args)) for lane in args})
+    leader = t.warp.collective(t, "elect.sync", (), action=lambda args: {lane: int(lane == min(args)) for lane in args})
+    if leader:  # what it does next it may do for the warp (EmuThread.unordered_lanes)
+        t.elected_at = t.collectives_seen
+    return leader
 
 
 warp_uniform = asm_op(
