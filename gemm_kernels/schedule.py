@@ -46,7 +46,7 @@ def clc_request(resp0, full0, peer_full0, empty0, count):
     ``clc_full``, and ask for a cluster (one elected lane). ``peer_full0``: the peer's clc_full ring
     through ``mapa``."""
     stage, phase = pipeline.ring_slot(count, CLC_STAGES)
-    pipeline.wait(empty0, stage, phase ^ uint32(1))  # a fresh slot passes at once (parity 1)
+    pipeline.wait_cluster(empty0, stage, phase ^ uint32(1))  # a fresh slot passes at once (parity 1)
     if ptx.elect_sync():
         ptx.mbarrier_arrive_expect_tx(pipeline.barrier(full0, stage), RESPONSE_BYTES)
         ptx.mbarrier_arrive_expect_tx_cluster(pipeline.barrier(peer_full0, stage), RESPONSE_BYTES)
@@ -61,7 +61,7 @@ def clc_next(resp0, full0, leader_empty0, count):
     leader's ``clc_empty``). Every role reads the responses in the same order, so the slot follows
     from the count (``ring_slot``). Returns (ok, tile): ok = 0 when no cluster was left."""
     stage, phase = pipeline.ring_slot(count, CLC_STAGES)
-    pipeline.wait(full0, stage, phase)
+    pipeline.wait_cluster(full0, stage, phase)  # the leader announces the peer's bytes: cluster scope
     ok, first_x = ptx.clc_query_cancel(pipeline.stage_buffer(resp0, stage, RESPONSE_BYTES))
     if ptx.elect_sync():
         ptx.mbarrier_arrive_remote(pipeline.barrier(leader_empty0, stage))

@@ -39,7 +39,9 @@ feed the limit (the chapter's "The last wave").
 Set-up in the order the ISA asks for a pair: barrier inits and their fence, the cluster barrier
 (the peer is running and sees the barriers), then the cta_group::2 TMEM allocation (which writes
 into the peer's shared memory), then the tcgen05 fences around a CTA barrier that publish the
-TMEM address to every warp.
+TMEM address to every warp. As in step 8, every wait is on a barrier the peer CTA also completes, so
+it takes the ISA's cluster-scope form (pipeline.wait_cluster), and a warp barrier orders each lane's
+tcgen05.wait::ld before the elected lane's ld2mma arrive.
 
 The handoffs, with step 8's names:
   tma2mma[s]  the leader's: both CTAs' A and B halves, 64 KiB announced by the leader (OOB fill included)
@@ -164,7 +166,7 @@ def make_kernel(depth, group=GROUP):
                 b_row = n_idx * CLUSTER_N + rank * CTA_N
                 k0 = uint32(0)
                 while k0 < k_end:
-                    pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty
+                    pipeline.wait_cluster(base + MMA2TMA, stage, phase)  # the stage is empty
                     if ptx.elect_sync():
                         if rank == 0:  # whole boxes: the zero-filled bytes count too
                             pipeline.expect_tx(base + TMA2MMA, stage, 2 * 2 * TILE_BYTES)
@@ -177,7 +179,7 @@ def make_kernel(depth, group=GROUP):
                     k0 = uint32(k0 + uint32(BLOCK_K))
                 more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
                 done = uint32(done + uint32(1))
-            pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)  # step 8's tail
+            pipeline.producer_tail_cluster(base + MMA2TMA, stage, phase, DEPTH)  # step 8's tail
         elif warp == MMA_WARP:
             if rank == 0:  # step 8's MMA warp, issuing for the pair into two accumulators
                 ptx.set_warp_role(ROLE_MMA)
@@ -189,12 +191,12 @@ def make_kernel(depth, group=GROUP):
                 more = uint32(1)
                 while more:
                     acc, acc_phase = pipeline.ring_slot(done, ACC_STAGES)
-                    pipeline.wait(base + LD2MMA, acc, acc_phase ^ uint32(1))  # both CTAs drained it
+                    pipeline.wait_cluster(base + LD2MMA, acc, acc_phase ^ uint32(1))  # both CTAs drained it
                     ptx.tcgen05_fence_after()
                     d_tmem = tmem + acc * ACC_COLS
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
-                        pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
+                        pipeline.wait_cluster(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
                         ptx.tcgen05_fence_after()
                         a_desc = a_lo + stage * STAGE_DESC_STEP
                         b_desc = b_lo + stage * STAGE_DESC_STEP
@@ -227,14 +229,16 @@ def make_kernel(depth, group=GROUP):
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)
-                ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase)  # a whole tile's MMAs: sleep
+                # a whole tile's MMAs: sleep
+                ptx.mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD, acc), acc_phase)
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
                     packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
                     if sub == SUBTILES - 1:  # every column read: the leader may refill the accumulator
-                        # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, then a relaxed
-                        # arrive from one lane per warp (no GPU-scope release fence)
+                        # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, a warp barrier, then
+                        # a relaxed arrive from one lane per warp (no GPU-scope release fence)
                         ptx.tcgen05_fence_before()
+                        cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
                         if ptx.elect_sync():
                             ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))
                     buf = sub % STAGING_BUFFERS
