@@ -14,6 +14,8 @@ on a page is produced from the package itself, never pasted.
 * ``trace_of``, ``lane_busy``, ``busy_intervals``, ``overlap``, ``tma_bytes``, ``model_time``,
   ``mark_stages``: numbers and shading beside the timelines, and the facts the hidden cells assert
   about them, on the emulator's virtual clock (a model, not a measurement).
+* ``says(phrase, *values)``: a hidden cell's check that a phrase of the page states the computed
+  values (``gemm_kernels/prose_lint.py``: every number in the prose is glued or said).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chapters import CHAPTERS
+from .prose_lint import says  # noqa: F401  (re-exported for the pages' hidden cells)
 
 #: The sm_100a opcodes the early chapters teach (nvdisasm spelling).
 TAUGHT_OPCODES = ("UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMALDG", "UTMASTG", "SYNCS")
