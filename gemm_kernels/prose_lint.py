@@ -16,7 +16,9 @@ prose must be one of:
    "32 lanes"), each with the package value it must equal (``tests/test_prose_numbers.py`` checks
    them);
 4. **a reference**: "chapter 7", "steps 5 and 6", "Exercise 2": a name of a part of the book, not
-   a count (chapter numbers must exist in ``CHAPTERS``).
+   a count (chapter numbers must exist in ``CHAPTERS``); or a definitional index ("phase 0",
+   "parity 1", "thread 0", ``INDICES``). Idioms in which a number word counts nothing ("one of",
+   "at once", "the one that", ``IDIOMS``) are not numbers either.
 
 Not prose, so not linted: code cells and code blocks, inline code, math, roles and directives'
 options, link targets, labels, comments, and names that contain digits (``fp16``, ``B200``,
@@ -62,6 +64,11 @@ IDIOMS = re.compile(
     r"any|every|same|other|first|last|next|right|wrong|only) one\b|one of\b|at once|once (?:more|again)|"
     r"in half)", re.IGNORECASE)
 
+#: Definitional indices: a barrier starts in phase 0, a parity is 0 or 1, thread 0 and lane 0 are
+#: "the first". Any other index ("warp 4") is a kernel's choice and must be glued or said.
+INDICES = re.compile(r"\b(?:phase 0|parit(?:y|ies) [01](?: (?:or|and) [01])?|(?:thread|lane) 0)\b",
+                     re.IGNORECASE)
+
 #: True constants: a phrase -> (where its value comes from, the value). tests/test_prose_numbers.py
 #: checks each value against the package, so the list cannot drift; keep it short.
 CONSTANTS = {
@@ -69,6 +76,7 @@ CONSTANTS = {
     "32 threads": ("a warp: gemm_kernels.emu.cuda_surface.EmuCuda.warpsize", 32),
     "128 lanes": ("TMEM lanes: gemm_kernels.emu.memory.TMEM_LANES", 128),
     "512 columns": ("TMEM columns: gemm_kernels.emu.memory.TMEM_COLS", 512),
+    "2-CTA": ("a cta_group::2 pair, CUTLASS's name for it: the bits of v8_two_cta.PAIR", 2),
 }
 
 
@@ -220,6 +228,7 @@ def lint_page(path, *, chapters=None):
         spans = _covered(text, list(CONSTANTS) + phrases)
         used.update(p for _, _, p in spans)
         spans += [(m.start(), m.end(), None) for m in IDIOMS.finditer(text)]
+        spans += [(m.start(), m.end(), None) for m in INDICES.finditer(text)]
         for m in REFERENCE.finditer(text):
             nums = [int(n) for n in re.findall(r"\d+", m.group("nums"))]
             if m.group("kind").lower().startswith("exercise") or all(n in chapters for n in nums):

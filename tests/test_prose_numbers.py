@@ -16,9 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_constants_are_true():
     from gemm_kernels.emu.cuda_surface import EmuCuda
+    from gemm_kernels.kernels import v8_two_cta
 
     actual = {"32 lanes": EmuCuda.warpsize, "32 threads": EmuCuda.warpsize,
-              "128 lanes": memory.TMEM_LANES, "512 columns": memory.TMEM_COLS}
+              "128 lanes": memory.TMEM_LANES, "512 columns": memory.TMEM_COLS,
+              "2-CTA": bin(v8_two_cta.PAIR).count("1")}
     assert set(actual) == set(pl.CONSTANTS), "each constant needs its check here"
     for phrase, value in actual.items():
         assert pl.numbers_in(phrase) == [value] == [pl.CONSTANTS[phrase][1]], phrase
@@ -93,3 +95,4 @@ def test_book_has_no_new_hand_written_number():
     lines += [f"{page}: '{num}' in ...{ctx}... is fixed: remove it from {pl.BASELINE.name} "
               f"(python -m gemm_kernels.prose_lint rewrites it)" for page, num, ctx in gone]
     assert not (lines or unused), "\n".join(lines + unused)
+
