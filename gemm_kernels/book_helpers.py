@@ -111,8 +111,8 @@ def arrival_count(chapter, barrier):
     offset's name, e.g. ``"TMA2MMA"``), read from the kernel's ``mbarrier_init`` line and evaluated in
     its module, so a page's sentence about it is checked against the kernel itself."""
     fn = _function(chapter)
-    m = re.search(rf"mbarrier_init\(pipeline\.barrier\(base \+ {barrier}, \w+\), ([^)#\n]+)\)",
-                  source(chapter))
+    m = re.search(rf"mbarrier_init\((?:pipeline\.barrier\(base \+ {barrier}, \w+\)|{barrier.lower()}), "
+                  rf"([^)#\n]+)\)", source(chapter))
     if m is None:
         raise ValueError(f"chapter {chapter}'s kernel initialises no barrier {barrier}")
     return eval(m.group(1), dict(vars(inspect.getmodule(fn))))

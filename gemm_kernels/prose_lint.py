@@ -15,8 +15,8 @@ prose must be one of:
 3. **a true constant**: a phrase in ``CONSTANTS`` below (a fact of the machine or of CUDA, such as
    "32 lanes"), each with the package value it must equal (``tests/test_prose_numbers.py`` checks
    them);
-4. **a reference**: "chapter 7", "steps 5 and 6", "Exercise 2": a name of a part of the book, not
-   a count (chapter numbers must exist in ``CHAPTERS``); or a definitional index ("phase 0",
+4. **a reference**: "chapter 7", "steps 5 and 6", "Exercise 2", an exercise's "**2.**": a name of
+   a part of the book, not a count (chapter numbers must exist in ``CHAPTERS``); or a definitional index ("phase 0",
    "parity 1", "thread 0", ``INDICES``). Idioms in which a number word counts nothing ("one of",
    "at once", "the one that", ``IDIOMS``) are not numbers either.
 
@@ -61,12 +61,15 @@ REFERENCE = re.compile(
 #: Idioms in which a number word does not count anything ("one of", "at once", "the one that").
 IDIOMS = re.compile(
     r"\b(?:one another|one by one|one after (?:another|the other)|no one|(?:the|this|that|which|each|"
-    r"any|every|same|other|first|last|next|right|wrong|only) one\b|one of\b|at once|once (?:more|again)|"
-    r"in half)", re.IGNORECASE)
+    r"any|every|same|other|first|last|next|previous|later|right|wrong|only) one\b|one of\b|at once|once (?:more|again)|"
+    r"in half|double-click)", re.IGNORECASE)
 
-#: Definitional indices: a barrier starts in phase 0, a parity is 0 or 1, thread 0 and lane 0 are
-#: "the first". Any other index ("warp 4") is a kernel's choice and must be glued or said.
-INDICES = re.compile(r"\b(?:phase 0|parit(?:y|ies) [01](?: (?:or|and) [01])?|(?:thread|lane) 0)\b",
+#: Definitional indices: a barrier starts in phase 0, a parity is 0 or 1, thread 0, lane 0 and
+#: CTA 0, stage 0 and chunk 0 are "the first" (a ring "wraps to 0"), barrier ID 0 is the CTA barrier (`bar.sync 0`, `__syncthreads`), rank 0
+#: leads a CTA pair (the even CTA issues `cta_group::2`). A section number of the PTX ISA is a
+#: citation ("PTX ISA 9.7.16.5"), not a count. Any other index ("warp 4") is a kernel's choice and must be glued or said.
+INDICES = re.compile(r"\b(?:phase 0|parit(?:y|ies) [01](?: (?:or|and) [01])?|(?:thread|lane|CTA|ID|rank|stage|chunk) 0|wraps to 0)\b"
+                     r"|\bPTX ISA\s*\(?§?\s*\d+(?:\.\d+)+\)?",
                      re.IGNORECASE)
 
 #: True constants: a phrase -> (where its value comes from, the value). tests/test_prose_numbers.py
@@ -229,6 +232,9 @@ def lint_page(path, *, chapters=None):
         used.update(p for _, _, p in spans)
         spans += [(m.start(), m.end(), None) for m in IDIOMS.finditer(text)]
         spans += [(m.start(), m.end(), None) for m in INDICES.finditer(text)]
+        label = re.match(r"(\d+)\.(?=\s)", text)  # an exercise's number, "**2.** Change ..."
+        if label:
+            spans.append((0, label.end(1), None))
         for m in REFERENCE.finditer(text):
             nums = [int(n) for n in re.findall(r"\d+", m.group("nums"))]
             if m.group("kind").lower().startswith("exercise") or all(n in chapters for n in nums):
@@ -260,9 +266,14 @@ def lint_book(root):
 # -- what the hidden cells call ------------------------------------------------------------------
 
 def numbers_in(phrase):
-    """The numbers a phrase states, in order ("four 8 KiB buffers" -> [4, 8])."""
+    """The numbers a phrase states, in order ("four 8 KiB buffers" -> [4, 8]); inline code and
+    idioms ("one of") state none."""
     out = []
+    phrase = re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), phrase)  # inline code is not prose
+    idioms = [(m.start(), m.end()) for m in IDIOMS.finditer(phrase)]
     for m in NUMBER.finditer(phrase):
+        if any(a <= m.start() and m.end() <= b for a, b in idioms):
+            continue
         s = m.group(0)
         if s.lower() in NUMBER_WORDS:
             out.append(NUMBER_WORDS[s.lower()])
@@ -279,6 +290,9 @@ def says(phrase, *values, rel=0.0):
     order, must equal them (within ``rel`` for decimals the page rounds). Raises ``AssertionError``
     naming the phrase and the computed values otherwise. Returns the phrase."""
     stated = numbers_in(phrase)
+    if not re.search(r"[A-Za-z]{3,}", NUMBER.sub("", phrase)):
+        raise AssertionError(f"{phrase!r}: a phrase needs words besides its numbers, so that it "
+                             f"covers this sentence and no other")
     if len(stated) != len(values):
         raise AssertionError(f"the prose says {phrase!r} ({len(stated)} number(s)) but the cell "
                              f"checks {len(values)} value(s): {values}")

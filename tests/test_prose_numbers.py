@@ -34,6 +34,8 @@ def test_says_checks_the_numbers_of_its_phrase():
         pl.says("four kinds of mbarrier (12 at the defaults)", 4, 16)
     with pytest.raises(AssertionError, match="2 number"):
         pl.says("four kinds (12)", 4)
+    with pytest.raises(AssertionError, match="needs words"):
+        pl.says("2 x 8", 2, 8)  # would cover every "2 x 8" of the page
 
 
 PAGE = textwrap.dedent('''\
