@@ -7,7 +7,8 @@ prose must be one of:
 1. **glued**: ``{glue:text}`name``` from a cell that computes it (the number is not in the
    Markdown at all);
 2. **said**: inside a phrase that a hidden cell of the same page checks with
-   ``bh.says("four kinds of mbarrier", len(kinds))``. At execution ``says`` reads the numbers in
+   ``bh.says("four kinds of mbarrier", len(kinds))`` (the phrase a string literal, so that the lint
+   can read it; whitespace and line breaks in it match any whitespace of the page). At execution ``says`` reads the numbers in
    the phrase and raises unless they equal the values given (so a stale sentence fails the build);
    this lint reads the phrase statically (the first argument must be a string literal) and accepts
    the numbers inside each occurrence of the phrase on that page; a phrase that no longer occurs in
