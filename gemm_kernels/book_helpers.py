@@ -14,6 +14,9 @@ on a page is produced from the package itself, never pasted.
 * ``trace_of``, ``lane_busy``, ``busy_intervals``, ``overlap``, ``tma_bytes``, ``model_time``,
   ``mark_stages``: numbers and shading beside the timelines, and the facts the hidden cells assert
   about them, on the emulator's virtual clock (a model, not a measurement).
+* ``arrival_count(chapter, barrier)``: the count a kernel initialises a barrier with.
+* ``says(phrase, *values)``: a hidden cell's check that a phrase of the page states the computed
+  values (``gemm_kernels/prose_lint.py``: every number in the prose is glued or said).
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chapters import CHAPTERS
+from .prose_lint import says  # noqa: F401  (re-exported for the pages' hidden cells)
 
 #: The sm_100a opcodes the early chapters teach (nvdisasm spelling).
 TAUGHT_OPCODES = ("UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMALDG", "UTMASTG", "SYNCS")
@@ -100,6 +104,18 @@ def _function(obj):
 def source(obj):
     """Source text of a chapter's kernel (``obj`` an int), a kernel, or a device function."""
     return textwrap.dedent(inspect.getsource(_function(obj)))
+
+
+def arrival_count(chapter, barrier):
+    """The arrival count chapter ``chapter``'s kernel initialises a barrier with (``barrier``: its
+    offset's name, e.g. ``"TMA2MMA"``), read from the kernel's ``mbarrier_init`` line and evaluated in
+    its module, so a page's sentence about it is checked against the kernel itself."""
+    fn = _function(chapter)
+    m = re.search(rf"mbarrier_init\((?:pipeline\.barrier\(base \+ {barrier}, \w+\)|{barrier.lower()}), "
+                  rf"([^)#\n]+)\)", source(chapter))
+    if m is None:
+        raise ValueError(f"chapter {chapter}'s kernel initialises no barrier {barrier}")
+    return eval(m.group(1), dict(vars(inspect.getmodule(fn))))
 
 
 def show_source(obj, *, start=None, stop=None):

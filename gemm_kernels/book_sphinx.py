@@ -1,4 +1,4 @@
-"""A small Sphinx extension for the book (listed in ``_config.yml``), with three jobs:
+"""A small Sphinx extension for the book (listed in ``_config.yml``), with four jobs:
 
 * Plotly's JavaScript, as shipped in the ``plotly`` wheel, is copied once into the site's
   ``_static`` and loaded by every page, so the interactive trace views (``trace_view``) need no
@@ -6,6 +6,9 @@
 * every executed notebook page offers its ``.ipynb``, with its outputs, in the download menu
   (sphinx-book-theme does that only when an online launch service is configured, which this
   offline book has none of; and a page rebuilt from the execution cache gets its outputs back);
+* in those downloads the checking cells (tagged ``remove-cell``, ``remove-input`` or
+  ``hide-input``: glue, asserts, ``bh.says``) are collapsed, as the page hides them: JupyterLab and
+  Notebook 7 read ``metadata.jupyter.source_hidden`` (and ``outputs_hidden``);
 * the pages load without a JavaScript error (``tests/test_book.py`` opens one in Chromium): the
   theme's colour mode gets a valid default, and an inline script that sphinx-thebe adds twice
   (a ``const`` declared twice is a SyntaxError) is kept once.
@@ -35,19 +38,39 @@ def _add_static(app):
     app.config.html_static_path.append(str(static))
 
 
+#: Tags with which a page hides a cell's source (and, for the first, its output too).
+HIDDEN_CELL_TAGS = {"remove-cell": True, "hide-cell": True, "remove-input": False, "hide-input": False}
+
+
+def hide_checking_cells(nb):
+    """Collapse, in a notebook front end, the cells the page hides: their source (and, for
+    ``remove-cell``, their outputs) is marked hidden, the cell itself stays so that Run All
+    computes what the visible cells and the glued text use. Returns the number of cells hidden."""
+    hidden = 0
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        hits = [HIDDEN_CELL_TAGS[t] for t in tags if t in HIDDEN_CELL_TAGS]
+        if cell.cell_type != "code" or not hits:
+            continue
+        jupyter = cell.metadata.setdefault("jupyter", {})
+        jupyter["source_hidden"] = True
+        if any(hits):
+            jupyter["outputs_hidden"] = True
+        hidden += 1
+    return hidden
+
+
 def _offer_ipynb(app, pagename, templatename, context, doctree):
+    import nbformat
+
     executed = Path(app.outdir).parent / "jupyter_execute" / (pagename + ".ipynb")
     if not executed.exists():
         return
     target = Path(app.outdir) / "_sources" / (pagename + ".ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)
-    merged = _with_cached_outputs(app, executed)
-    if merged is None:
-        shutil.copy2(executed, target)
-    else:
-        import nbformat
-
-        nbformat.write(merged, str(target))
+    nb = _with_cached_outputs(app, executed) or nbformat.read(str(executed), as_version=4)
+    hide_checking_cells(nb)
+    nbformat.write(nb, str(target))
     context["ipynb_source"] = pagename + ".ipynb"
 
 

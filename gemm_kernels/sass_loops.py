@@ -209,6 +209,10 @@ def _reaches(span, target):
     return False
 
 
+#: The writeback loop's unit: fp16 columns of one thread's row (a 128 x 128 tile's row).
+EPILOGUE_UNIT_COLS = 128
+
+
 def _units(kind, ops, loads_per_stage):
     if kind == "MMA":
         return sum(o.startswith("UTCHMMA") for o in ops) / 4
@@ -219,7 +223,7 @@ def _units(kind, ops, loads_per_stage):
         if o.startswith("LDTM"):
             m = re.search(r"\.x(\d+)", o)
             cols += int(m.group(1)) if m else 32
-    return cols / 128
+    return cols / EPILOGUE_UNIT_COLS
 
 
 def hot_loops(sass, loads_per_stage=2):

@@ -214,6 +214,23 @@ def test_break_it_reports_named_by_the_debugging_guide_are_printed(built_book):
     assert not missing, f"reports the debugging guide promises but the chapters do not print: {missing}"
 
 
+def test_downloads_collapse_the_checking_cells():
+    import nbformat
+
+    from gemm_kernels.book_sphinx import hide_checking_cells
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("print(1)"),
+        nbformat.v4.new_code_cell("bh.says('x', 1)", metadata={"tags": ["remove-cell"]}),
+        nbformat.v4.new_code_cell("table()", metadata={"tags": ["remove-input"]}),
+        nbformat.v4.new_markdown_cell("text", metadata={"tags": ["remove-cell"]}),
+    ])
+    assert hide_checking_cells(nb) == 2
+    assert "jupyter" not in nb.cells[0].metadata
+    assert nb.cells[1].metadata["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
+    assert nb.cells[2].metadata["jupyter"] == {"source_hidden": True}  # its output is the point
+
+
 TINY_PAGE = """---
 jupytext:
   text_representation:
@@ -230,6 +247,12 @@ kernelspec:
 
 ```{{code-cell}} ipython3
 print("the output the download must keep")
+```
+
+```{{code-cell}} ipython3
+:tags: [remove-cell]
+
+assert 1 + 1 == 2, "a checking cell the download collapses"
 ```
 """
 
@@ -257,3 +280,8 @@ def test_a_page_rebuilt_from_the_cache_still_offers_its_outputs(tmp_path):
     assert "Using cached notebook" in proc.stdout + proc.stderr  # the second build took the cached path
     assert "the output the download must keep" in outputs[0]
     assert outputs[1] == outputs[0]
+    # the checking cell is in the download (Run All needs it) and collapsed, as on the page
+    (check,) = [c for c in nb["cells"] if "remove-cell" in c["metadata"].get("tags", [])]
+    assert check["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
+    (shown,) = [c for c in nb["cells"] if c["cell_type"] == "code" and "print(" in "".join(c["source"])]
+    assert "jupyter" not in shown["metadata"]
