@@ -265,6 +265,8 @@ class Variant:
     kernel: types.FunctionType
     entry: types.FunctionType
     diff: str
+    edited: str = ""  # the edited source (of the kernel, or of its factory) ...
+    first_line: int = 1  # ... whose first line is this line of the kernel's file (reports name these lines)
 
     def show(self):
         _display_code(self.diff, "diff")
@@ -325,7 +327,7 @@ def variant(chapter, replace):
     new_entry = types.FunctionType(entry.__code__, module_globals, entry.__name__, entry.__defaults__,
                                    entry.__closure__)
     new_entry.__kwdefaults__ = entry.__kwdefaults__
-    return Variant(chapter, module_globals[name], new_entry, diff)
+    return Variant(chapter, module_globals[name], new_entry, diff, edited, first_line)
 
 
 # -- numbers beside a timeline (all on the emulator's virtual clock: a model, not a measurement) ------

@@ -450,7 +450,8 @@ class CTA:
         if old is not None and old.valid and (old.completed or old.pending != old.expected):
             raise EmulatorError(f"mbarrier.init of live mbarrier {old.name} by {thread}: invalidate it first")
         name = self.smem.name_of(off)
-        self.mbarriers[off] = MBarrier(self.launch.scheduler, self, off, int(count), name, thread)
+        bar = self.mbarriers[off] = MBarrier(self.launch.scheduler, self, off, int(count), name, thread)
+        bar.init_site = site(1)  # (reports name the init line beside the arrivals: a count is set here)
         self.smem.mark_barrier(off, True)
 
     def named_barrier(self, ident):

@@ -74,6 +74,7 @@ class MBarrier(Waitable):
         self.init_slot = init_by.warp.clock.slot  # the init is published to whoever knows this epoch
         self.init_ep = int(init_by.warp.clock.epoch)
         self.expect_sites = []  # (thread, site, nbytes) of this phase's expect_tx announcements
+        self.init_site = 0  # the kernel line of the mbarrier.init (set by the CTA, for reports)
         # the exit rule (drain.py): the latest asynchronous arrival, and who waited past it
         self.async_phase = -1  # the phase it landed in
         self.async_op = None  # the commit or TMA load that made it

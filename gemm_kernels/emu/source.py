@@ -64,7 +64,12 @@ def intern(code, line, helper=None, helper_line=0):
 def site(depth=1):
     """The interned site of the kernel line that (directly or through twins and shared helpers)
     called the caller."""
-    f = sys._getframe(depth + 1)
+    return site_of_frame(sys._getframe(depth + 1))
+
+
+def site_of_frame(f):
+    """The interned site of the kernel line that frame ``f`` (or a frame below it) runs: for a blocked
+    thread, its greenlet's suspended frame gives the kernel line it waits at."""
     helper = None
     kinds = _code_kind
     while f is not None:
@@ -78,6 +83,14 @@ def site(depth=1):
             helper = (code, f.f_lineno)
         f = f.f_back
     return intern(*helper) if helper is not None else 0
+
+
+def thread_site(thread):
+    """The kernel line a blocked thread waits at, as text, or "" when it is not known."""
+    g = getattr(thread, "greenlet", None)
+    f = getattr(g, "gr_frame", None)
+    sid = site_of_frame(f) if f is not None else 0
+    return _site_text[sid] if sid else ""
 
 
 def text(sid):
