@@ -195,10 +195,11 @@ BUGS = [
       ("ArrivalMismatch", "TmemHazard"), ("if True:  # one arrival per warp",)),
     B("v7-no-proxy-fence-staging", 7, "fence",
       {P24 + "ptx.fence_proxy_async()  # the rows, before": P24 + "pass  # the rows, before"},
-      ("MissingProxyFence",), ("pass  # the rows, before",)),
+      ("MissingProxyFence",), ("pass  # the rows, before", "stage_subtile_row(chunks, buf, packed)"),
+      why="the fence belongs after the stores, before the barrier"),
     B("v7-no-publish-barrier", 7, "barrier",
       {"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published": "pass  # the group is published"},
-      ("DataRace",), ("pass  # the group is published",)),
+      ("DataRace", "SharedMemoryHazard"), ("pass  # the group is published",)),
     B("v7-no-reuse-barrier", 7, "barrier",
       {"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here":
        "pass  # ... which the other threads learn here"},
@@ -259,7 +260,8 @@ BUGS = [
       ("StalePhaseWait",), ("pipeline.wait(base + TMA2MMA, stage, phase ^ uint32(1))",)),
     B("v8-no-proxy-fence-staging", 8, "fence",
       {P24 + "ptx.fence_proxy_async()  # the rows, before": P24 + "pass  # the rows, before"},
-      ("MissingProxyFence",), ("pass  # the rows, before",)),
+      ("MissingProxyFence",), ("pass  # the rows, before", "stage_subtile_row(chunks, buf, packed)"),
+      why="the fence belongs after the stores, before the barrier"),
 
     # -- chapter 9: two MMA consumers per stage ------------------------------------------------------------
     B("v9-release-count-1", 9, "count",
@@ -343,10 +345,15 @@ def culprit_lines(variant, snippets):
 _SITE = re.compile(r"(?:<variant of )?gemm_kernels/kernels/(v\d_\w+)\.py>?:(\d+)")
 
 
-def names_line(paragraph, module, lines, slack=2):
-    """Whether ``paragraph`` names a line of kernel ``module`` within ``slack`` lines of one of ``lines``."""
-    for mod, ln in _SITE.findall(paragraph):
-        if mod == module and any(abs(int(ln) - c) <= slack for c in lines):
+def names_line(paragraph, module, lines, slack=2, span=12):
+    """Whether ``paragraph`` names a line of kernel ``module`` within ``slack`` lines of one of ``lines``,
+    or names two lines at most ``span`` apart that enclose one of them (a report of a missing barrier,
+    fence or wait names the two operations it should order: the defect's place lies between them)."""
+    named = sorted({int(ln) for mod, ln in _SITE.findall(paragraph) if mod == module})
+    for c in lines:
+        if any(abs(n - c) <= slack for n in named):
+            return True
+        if any(lo < c < hi and hi - lo <= span for lo in named for hi in named):
             return True
     return False
 

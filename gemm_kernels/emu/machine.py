@@ -63,6 +63,7 @@ class EmuThread:
         self.tc_before_src = None  # (op text, sync) of unfenced tcgen05 work that reached this thread
         self.pending_stores = []  # TMA stores not yet covered by a cp.async.bulk.wait_group.read
         self.unfenced = []  # (lo, hi) of this CTA's shared memory this thread stored to since its last proxy fence
+        self.passed_early = None  # (barrier, parity, phase, site) of a wait that passed on a consumed phase (cause.py)
 
     @property
     def launch(self):
@@ -269,6 +270,7 @@ class NamedBarrier(Waitable):
         self.generation = 0
         self.clock = 0.0
         self.warps_seen = None
+        self.count_site = 0  # the kernel line whose bar.sync set this generation's count
         self.warp_pending = {}  # warp index -> (lanes arrived so far, [generation the warp joined])
         self.sp = SyncPoint()  # the current generation's releases
         self.released = {}  # generation -> its SyncPoint (the last few)
@@ -279,11 +281,9 @@ class NamedBarrier(Waitable):
             raise NamedBarrierMismatch(f"bar {self.ident}: thread count {count} must be a positive multiple of 32")
         if self.count is None:
             self.count = count
+            self.count_site = site(1)
         elif self.count != count:
-            raise NamedBarrierMismatch(
-                f"named barrier {self.ident} of CTA {self.cta.rank_text()}: {thread} uses thread count {count} "
-                f"while {len(self.arrived)} threads already arrived with count {self.count}; two groups of "
-                f"threads share this barrier ID: give each group its own ID")
+            self._count_mismatch(thread, count)
         w = thread.warp
         c = w.pending
         pend = self.warp_pending.get(w.index)
@@ -311,6 +311,24 @@ class NamedBarrier(Waitable):
                         + ")")
             thread.clock = max(thread.clock, self.release_clock)
             self.released[joined[0]].acquire(thread, lambda: f"bar.sync {self.ident}")
+
+    def _count_mismatch(self, thread, count):
+        """Two thread counts in one generation: name both lines, and say which count is wrong where the
+        barrier's earlier generations show how many threads meet there."""
+        here_text, there = text(site(2)), text(self.count_site)
+        head = (f"named barrier {self.ident} of CTA {self.cta.rank_text()}: {thread} uses thread count {count} at "
+                f"{here_text}, while this generation began with count {self.count} at {there} ({len(self.arrived)} "
+                f"threads already joined)")
+        group = 32 * len(self.warps_seen) if self.warps_seen else None
+        if group in (count, self.count):
+            wrong, at = (count, here_text) if group != count else (self.count, there)
+            raise NamedBarrierMismatch(
+                f"{head}. Its earlier generations joined {group} threads (warps {_ranges(self.warps_seen)}): the "
+                f"count {wrong} at {at} is wrong. Every bar.sync of a group names the number of threads that meet "
+                f"there ({group}).")
+        raise NamedBarrierMismatch(
+            f"{head}. Either one of these counts is wrong (every bar.sync of a group names the number of threads "
+            f"that meet there), or two groups of threads share this barrier ID: then give each group its own ID.")
 
     def _maybe_join(self, w):
         pend = self.warp_pending.get(w.index)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from . import drain
+from . import cause, drain
 from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait
 from .hb import SyncPoint
 from .scheduler import Waitable
@@ -74,6 +74,7 @@ class MBarrier(Waitable):
         self.init_slot = init_by.warp.clock.slot  # the init is published to whoever knows this epoch
         self.init_ep = int(init_by.warp.clock.epoch)
         self.expect_sites = []  # (thread, site, nbytes) of this phase's expect_tx announcements
+        self.carries_data = False  # copies complete bytes on it (expect_tx): a 'full' barrier (cause.py)
         self.init_site = 0  # the kernel line of the mbarrier.init (set by the CTA, for reports)
         # the exit rule (drain.py): the latest asynchronous arrival, and who waited past it
         self.async_phase = -1  # the phase it landed in
@@ -113,9 +114,14 @@ class MBarrier(Waitable):
             self._async_arrival(op)
         self.pending -= count
         if self.pending < 0:
+            from .source import here, text
+
+            where = op.description if async_vc is not None and op is not None else f"{thread} at {here()}"
             raise ArrivalMismatch(
-                f"mbarrier {self.name} (phase {self.completed}): {self.expected - self.pending} "
-                f"arrivals for an expected count of {self.expected}; last by {thread}")
+                f"mbarrier {self.name} [CTA {self.cta.rank_text()}] (phase {self.completed}): "
+                f"{self.expected - self.pending} arrivals for its count of {self.expected}, set at "
+                f"{text(self.init_site)}; the last by {where}. Initialise it with the number of arrivals each "
+                f"phase gets, or let fewer threads arrive.")
         self.arrived_by.append(thread)
         self.phase_time = max(self.phase_time, at)
         if self.pending == 0 and self.tx == 0:
@@ -174,6 +180,7 @@ class MBarrier(Waitable):
         if OBSERVERS:
             _observe(self, "expect_tx", at, nbytes)
         self.tx += nbytes
+        self.carries_data = True
         self.phase_time = max(self.phase_time, at)
         if thread is not None:
             self.expect_sites.append((thread, site, nbytes))
@@ -252,6 +259,12 @@ class MBarrier(Waitable):
                 f"persistent tiles instead of resetting it).")
         # Skipped: counting this thread's waits in order, the phase it waits for is two or more phases
         # behind the barrier; the parity names that phase too, so the chip may release it there.
+        if last is not None and last >= phase or phase < 0:  # passed at once (see cause.py)
+            from .source import site
+
+            cause.passed_early(thread, self, parity, phase, site(1))
+        elif thread.passed_early is not None:
+            cause.consumed_fresh(thread, self)
         meant = self._next_meant(key, parity)
         if phase >= meant + 2:
             from .source import here

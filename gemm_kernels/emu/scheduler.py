@@ -107,9 +107,14 @@ class Scheduler:
                 thread.exited = True
                 self.live -= 1
                 raise _out_of_bounds(thread, exc) from None
-            except BaseException:
+            except BaseException as exc:
                 thread.exited = True
                 self.live -= 1
+                from .cause import explain  # (only on the way out with a report: the damage of an early wait?)
+
+                cause = explain(thread, exc)
+                if cause is not exc:
+                    raise cause from exc
                 raise  # the kernel's own error: report it, not the exit checks it would trip
             thread.exited = True
             self.live -= 1

@@ -146,7 +146,7 @@ class Mma(AsyncOp):
             b_lo, b_hi = int(self.b_addr.min()), int(self.b_addr.max()) + 2
             for lo, hi, name in ((a_lo, a_hi, "A"), (b_lo, b_hi, "B")):
                 smem.check(lo, hi - lo, f"MMA operand {name}")
-                smem.check_fenced(lo, hi, f"the MMA issued by {thread} (operand {name})")
+                smem.check_fenced(lo, hi, f"the MMA issued by {thread} (operand {name})", thread)
                 for w in cta.smem_writers:
                     if w.lo < hi and lo < w.hi:
                         raise SharedMemoryHazard(

@@ -163,7 +163,7 @@ class TmaStore(AsyncOp):
         self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + 1
         smem = thread.cta.smem
         smem.check(self.lo, self.hi - self.lo, "TMA store source")
-        smem.check_fenced(self.lo, self.hi, f"the TMA store issued by {thread}")
+        smem.check_fenced(self.lo, self.hi, f"the TMA store issued by {thread}", thread)
         self.site = site(1)
         self.slot, self.vc = thread.warp.clock.async_op(BULK)
         smem.touch_async(self.addrs, False, self.slot, self.vc, self.site,
