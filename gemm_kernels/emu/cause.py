@@ -47,9 +47,9 @@ def explain(thread, exc):
             # a wait for 'empty' passes so legitimately; one on a barrier that copies complete on (so far, or
             # by the kernels' naming of barriers after their handoff) does not
             return exc
-        why = (f"before the barrier's first phase completed: parity 1 names the state before phase 0, so the wait "
-               f"passed at once on a fresh barrier. A wait for 'full' starts at parity 0 (only a wait for 'empty' "
-               f"starts at 1)")
+        why = ("before the barrier's first phase completed: parity 1 names the state before phase 0, so the wait "
+               "passed at once on a fresh barrier. A wait for 'full' starts at parity 0 (only a wait for 'empty' "
+               "starts at 1)")
     else:
         why = (f"but phase {phase} (parity {phase & 1}), which that parity names, had completed and this thread had "
                f"already consumed it, so the wait passed at once instead of waiting for phase {phase + 1}: the phase "
