@@ -5,7 +5,9 @@ report the emulator should give and the kernel line it should blame.
 Each bug names:
 
 * ``expect``: the report classes that are right for it, the first the one that names the cause
-  (``"wrong"``: the emulator cannot know, numpy finds the result wrong; ``"ok"``: harmless);
+  (``"wrong"``: the emulator cannot know, numpy finds the result wrong; ``"ok"``: harmless). A
+  stale parity whose wait blocks in some orders (the eager one) hangs on the chip too: there
+  ``Deadlock`` is right, and its first line must name the wait;
 * ``culprit``: text snippets of the kernel lines that are the defect (any one will do), found in
   the *edited* source, so that the corpus survives edits elsewhere in the kernel. A report names
   the culprit when a ``module:line`` of its first paragraph lies within two lines of one of them. For
@@ -68,10 +70,10 @@ BUGS = [
       why="the announcement counts one tile of the two loaded"),
     B("v4-tma-wait-parity-0", 4, "parity",
       {"ptx.mbarrier_wait(tma2mma, phase)": "ptx.mbarrier_wait(tma2mma, 0)"},
-      ("StalePhaseWait",), ("ptx.mbarrier_wait(tma2mma, 0)",)),
+      ("StalePhaseWait", "Deadlock"), ("ptx.mbarrier_wait(tma2mma, 0)",)),
     B("v4-no-phase-flip", 4, "parity",
       {"            phase ^= 1\n": ""},
-      ("StalePhaseWait",), ("ptx.mbarrier_wait(mma2tma, phase)  # the tiles are free again",
+      ("StalePhaseWait", "Deadlock"), ("ptx.mbarrier_wait(mma2tma, phase)  # the tiles are free again",
                             "ptx.mbarrier_wait(tma2mma, phase)")),
     B("v4-no-release-wait", 4, "wait",
       {"            ptx.mbarrier_wait(mma2tma, phase)  # the tiles are free again\n": ""},
@@ -82,7 +84,8 @@ BUGS = [
     B("v4-no-syncthreads-before-store", 4, "barrier",
       {"    ptx.tcgen05_fence_before()\n    cuda.syncthreads()\n    if tid == 0:\n":
        "    ptx.tcgen05_fence_before()\n    if tid == 0:\n"},
-      ("DataRace", "MissingProxyFence"), ("store_staging(tmap_d, base + D_STAGING, m0, n0, BLOCK_N)",)),
+      ("SharedMemoryHazard", "DataRace"), ("store_staging(tmap_d, base + D_STAGING, m0, n0, BLOCK_N)",),
+      why="the TMA store reads rows that nothing orders after the other warps' stores"),
     B("v4-no-fence-after-acc-wait", 4, "fence",
       {"    ptx.mbarrier_wait(mma2ld, 0)\n    ptx.tcgen05_fence_after()\n": "    ptx.mbarrier_wait(mma2ld, 0)\n"},
       ("MissingTcgen05Fence",), ("ptx.mbarrier_wait(mma2ld, 0)",)),
@@ -114,7 +117,7 @@ BUGS = [
       ("SharedMemoryHazard", "DataRace"), ("pipeline.stage_buffer(base + A0, 0, TILE_BYTES), tmap_a, nxt",)),
     B("v5-no-mma-phase-flip", 5, "parity",
       {P16 + "mma_phase ^= 1\n": ""},
-      ("StalePhaseWait",), ("ptx.mbarrier_wait(mma2tma, mma_phase)",)),
+      ("StalePhaseWait", "Deadlock"), ("ptx.mbarrier_wait(mma2tma, mma_phase)",)),
     B("v5-release-count-2", 5, "count",
       {"ptx.mbarrier_init(mma2tma, 1)": "ptx.mbarrier_init(mma2tma, 2)"},
       ("Deadlock",), ("ptx.mbarrier_init(mma2tma, 2)",)),
@@ -137,28 +140,33 @@ BUGS = [
     B("v6-reset-phases-per-tile", 6, "parity",
       {P12 + "n0 = n_idx * BLOCK_N\n": P12 + "n0 = n_idx * BLOCK_N\n" + P12 + "stage = uint32(0)\n"
        + P12 + "tma_phase = uint32(0)\n" + P12 + "mma_phase = uint32(0)\n"},
-      ("StalePhaseWait",), ("tma_phase = uint32(0)\n" + P12 + "mma_phase", "pipeline.wait(base + TMA2MMA, stage, tma_phase)"),
+      ("StalePhaseWait", "Deadlock"), ("tma_phase = uint32(0)\n" + P12 + "mma_phase", "pipeline.wait(base + TMA2MMA, stage, tma_phase)"),
       config={"pipe_depth": 3}, why="the chapter's Break-it (exercise 6.2)"),
     B("v6-no-acc-phase-flip", 6, "parity",
       {P12 + "acc_phase ^= uint32(1)\n": ""},
-      ("StalePhaseWait",), ("ptx.mbarrier_wait(mma2ld, acc_phase)",)),
+      ("StalePhaseWait", "Deadlock"), ("ptx.mbarrier_wait(mma2ld, acc_phase)",)),
     B("v6-acc-wait-parity-0", 6, "parity",
       {"ptx.mbarrier_wait(mma2ld, acc_phase)": "ptx.mbarrier_wait(mma2ld, 0)"},
-      ("StalePhaseWait",), ("ptx.mbarrier_wait(mma2ld, 0)",)),
-    B("v6-prologue-from-stage-0", 6, "stage",
-      {"s = (stage + i) % DEPTH": "s = i"},
-      ("StalePhaseWait", "Deadlock", "SharedMemoryHazard"), ("s = i\n",),
-      why="k_tiles = 3 on a 2-stage ring: the second tile starts at stage 1"),
+      ("StalePhaseWait", "Deadlock"), ("ptx.mbarrier_wait(mma2ld, 0)",)),
+    B("v6-refill-signals-next-stage", 6, "stage",
+      {"tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, 2 * TILE_BYTES)":
+       "tma2mma = pipeline.expect_tx(base + TMA2MMA, (stage + 1) % DEPTH, 2 * TILE_BYTES)"},
+      ("StalePhaseWait", "ExpectTxMismatch", "SharedMemoryHazard", "Deadlock"),
+      ("pipeline.expect_tx(base + TMA2MMA, (stage + 1) % DEPTH, 2 * TILE_BYTES)",),
+      why="the refill's copies complete on the next stage's barrier"),
     B("v6-no-sync-before-store", 6, "barrier",
       {P12 + "ptx.tcgen05_fence_before()\n" + P12 + "cuda.syncthreads()\n" + P12 + "if tid == 0:\n":
        P12 + "ptx.tcgen05_fence_before()\n" + P12 + "if tid == 0:\n"},
-      ("DataRace", "MissingProxyFence"), ("store_staging(tmap_d, base + D_STAGING, m0, n0, BLOCK_N)",)),
-    B("v6-no-final-sync", 6, "barrier",
-      {P12 + "t += cuda.gridDim.x\n\n" + P8 + "cuda.syncthreads()\n": P12 + "t += cuda.gridDim.x\n\n"},
-      ("TmemLifecycleError", "TmemHazard", "DataRace"), ("tmem_free(warp, 0, tmem, TMEM_COLS)",)),
+      ("SharedMemoryHazard", "DataRace"), ("store_staging(tmap_d, base + D_STAGING, m0, n0, BLOCK_N)",),
+      why="the TMA store reads rows that nothing orders after the other warps' stores"),
+    B("v6-no-fence-before-sync", 6, "fence",
+      {P12 + "ptx.tcgen05_fence_before()\n" + P12 + "cuda.syncthreads()\n" + P12 + "if tid == 0:\n":
+       P12 + "cuda.syncthreads()\n" + P12 + "if tid == 0:\n"},
+      ("MissingTcgen05Fence",), ("cuda.syncthreads()\n" + P12 + "if tid == 0:",),
+      why="the writeback's tcgen05.ld, then a CTA barrier without the fence: the next tile's MMAs overwrite TMEM"),
     B("v6-release-wait-parity", 6, "parity",
       {"ptx.mbarrier_wait(mma2tma, mma_phase)": "ptx.mbarrier_wait(mma2tma, 0)"},
-      ("StalePhaseWait",), ("ptx.mbarrier_wait(mma2tma, 0)",)),
+      ("StalePhaseWait", "Deadlock"), ("ptx.mbarrier_wait(mma2tma, 0)",)),
 
     # -- chapter 7: warp-specialized (producer warp 4, MMA warp 5, writeback warps 0-3) ---------------------
     B("v7-producer-phase-0", 7, "parity",

@@ -33,8 +33,11 @@ def explain(thread, exc):
     if pe is None:
         # the damage may show in another party (the MMA issuer overwriting what a reader that passed
         # early still loads): one wait of the cluster that passed on a consumed phase explains it
-        early = {(t.passed_early[0], t.passed_early[3]): t for cta in thread.cta.cluster.ctas for t in cta.threads
-                 if t.passed_early is not None and t.passed_early[2] >= 0}
+        early = {}
+        for cta in thread.cta.cluster.ctas:
+            for t in cta.threads:
+                if t.passed_early is not None and t.passed_early[2] >= 0:
+                    early.setdefault((t.passed_early[0], t.passed_early[3]), t)
         if len(early) != 1:
             return exc
         thread = next(iter(early.values()))

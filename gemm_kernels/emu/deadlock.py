@@ -62,6 +62,16 @@ def _count(bar):
     return f" (count {bar.expected}, set at {text(bar.init_site)})" if bar.init_site else ""
 
 
+def _skipped(bar, waiters):
+    """' (...)' when the first waiter's previous wait on ``bar`` consumed phase c and it now waits for
+    c + 2: phase c + 1 completed unseen (a phase bit not flipped after a wait), else ''."""
+    c = bar.consumed.get(waiters[0].key)
+    if c is None or bar.completed != c + 2:
+        return ""
+    return (f" (its previous wait on it consumed phase {c}; parity {c & 1} again names phase {c + 2}, so phase {c + 1} "
+            f"completed unseen: the phase bit was not flipped after that wait)")
+
+
 def _missing(bar):
     lacks = []
     if bar.pending:
@@ -137,7 +147,7 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
     """One link of the chain: (its text, the mbarrier its providers wait on, or None where the chain ends)."""
     head = (f"{_who(waiters)} wait{'s' if len(waiters) == 1 else ''} on mbarrier {bar.name} [CTA "
             f"{bar.cta.rank_text()}] for phase {bar.completed} (parity {bar.completed & 1}){_at(waiters)}, which "
-            f"lacks {_missing(bar)}{_count(bar) if bar.pending and bar.expected > 1 else ''}")
+            f"lacks {_missing(bar)}{_count(bar) if bar.pending and bar.expected > 1 else ''}{_skipped(bar, waiters)}")
     queued = _queued_for(bar, pending)
     if queued:
         return head + f"; queued work would provide them but cannot start: {queued[0].description}", None
@@ -170,6 +180,19 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
         what = party[0].blocked_on[1]() + _at(party)
     text = head + f"; they were to come from {_who(party)} ({how}), which now {verb} {'on ' if isinstance(nxt, MBarrier) else ''}{what}"
     return text, (nxt if isinstance(nxt, MBarrier) else None)
+
+
+def count_cause(cluster):
+    """An ArrivalMismatch message when a blocked wait shows its barrier's count too low (the phases
+    since the thread's previous wait came one per warp), else ''. Its hang is the count's doing."""
+    for cta in cluster.ctas:
+        for t in cta.threads:
+            bar = t.blocked_on[0] if not t.exited and t.blocked_on else None
+            if isinstance(bar, MBarrier):
+                low = bar.count_too_low(t, bar.completed - 1)
+                if low:
+                    return low
+    return ""
 
 
 def deadlock_cause(cluster, pending):

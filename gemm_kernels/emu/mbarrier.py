@@ -43,6 +43,13 @@ def _observe(bar, what, cycles, value):
         fn(bar, what, cycles, value)
 
 
+def _blocked_site(thread):
+    from .source import site_of_frame
+
+    f = getattr(thread.greenlet, "gr_frame", None)
+    return site_of_frame(f) if f is not None else 0
+
+
 class MBarrier(Waitable):
     def __init__(self, scheduler, cta, offset, count, name, init_by):
         super().__init__(scheduler)
@@ -74,6 +81,7 @@ class MBarrier(Waitable):
         self.init_slot = init_by.warp.clock.slot  # the init is published to whoever knows this epoch
         self.init_ep = int(init_by.warp.clock.epoch)
         self.expect_sites = []  # (thread, site, nbytes) of this phase's expect_tx announcements
+        self.history = []  # the arrivals (threads, or issuers of async work) of the last few phases
         self.carries_data = False  # copies complete bytes on it (expect_tx): a 'full' barrier (cause.py)
         self.init_site = 0  # the kernel line of the mbarrier.init (set by the CTA, for reports)
         # the exit rule (drain.py): the latest asynchronous arrival, and who waited past it
@@ -228,6 +236,9 @@ class MBarrier(Waitable):
             self.completed += 1
             self.pending = self.expected
             self.prev_arrivers = list(dict.fromkeys(self.arrived_by))
+            self.history.append(self.arrived_by)  # (the last few phases' arrivals: a count too low, consume)
+            if len(self.history) > 64:
+                del self.history[0]
             self.one_each = (self.expected > 1 and len(self.arrived_by) == self.expected
                              and len(self.prev_arrivers) == self.expected)
             self.arrived_threads = set()
@@ -269,6 +280,10 @@ class MBarrier(Waitable):
         if phase >= meant + 2:
             from .source import here
 
+            low = self.count_too_low(thread, phase)
+            if low:
+                raise ArrivalMismatch(low)
+
             what = f"phase {meant}" if meant >= 0 else "the state before its first phase"
             raise StalePhaseWait(
                 f"{thread} waited on mbarrier {self.name} with parity {parity} at {here()}; counting its waits on "
@@ -293,6 +308,34 @@ class MBarrier(Waitable):
         self.meant[key] = meant
         self.waits += 1
         return self.completion_time.get(phase, 0.0)
+
+    def count_too_low(self, thread, phase):
+        """The report, when the phases up to ``phase`` that completed since ``thread``'s previous wait
+        came from parties that each arrived once (a different warp, or a different lane, per arrival):
+        more of them arrive for each use of the barrier than its count. Else '' (the same party arriving
+        in two of those phases is a skipped wait, reported as such)."""
+        prev = self.meant.get(thread.key)
+        if prev is None or phase - prev < 2 or phase - prev > len(self.history):
+            return ""
+        arrivals = [t for arr in self.history[len(self.history) - (phase - prev):] for t in arr]
+        if len(set(arrivals)) != len(arrivals) or len(arrivals) < 2:
+            return ""
+        from .machine import _ranges
+        from .source import here, text
+
+        warps = list(dict.fromkeys(t.warp for t in arrivals))
+        by_cta = {}
+        for w in warps:
+            by_cta.setdefault(w.cta, []).append(w.index)
+        who = "; ".join(f"warps {_ranges(ix)} of CTA {c.rank_text()}" for c, ix in by_cta.items())
+        parties = (f"{len(warps)} warps arrive for each use, one lane each ({who})" if len(warps) == len(arrivals)
+                   else f"{len(arrivals)} threads arrive for each use ({who}; the whole warp executed mbarrier.arrive?)")
+        where = here() if thread.scheduler.current is thread else text(_blocked_site(thread))
+        return (f"mbarrier {self.name} [CTA {self.cta.rank_text()}] counts {self.expected} arrival(s) per phase, set at "
+                f"{text(self.init_site)}, but {parties}: between two waits of {thread} (the second at {where}) it "
+                f"completed phases {prev + 1} to {phase}, where one phase was meant. "
+                + (f"Initialise it with the number of arrivals each use gets ({len(arrivals)})." if len(warps) == len(arrivals)
+                   else "Let one elected lane per warp arrive, or initialise it with the number of arriving threads."))
 
     def _next_meant(self, key, parity):
         """The phase a thread's wait on ``parity`` means, assuming it waits on this barrier's phases in

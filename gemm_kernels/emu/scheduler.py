@@ -19,7 +19,7 @@ from collections import deque
 
 import greenlet
 
-from .errors import Deadlock
+from .errors import Deadlock, EmulatorError
 
 POLICIES = ("eager", "lazy", "random")
 
@@ -191,6 +191,7 @@ class Scheduler:
                 continue
             if self._complete_one(self.policy == "random"):
                 continue
-            raise Deadlock(deadlock_report())
+            report = deadlock_report()
+            raise report if isinstance(report, EmulatorError) else Deadlock(report)
         # work nobody waited for (e.g. a final TMA store) still happens before the kernel ends
         self.drain()
