@@ -464,6 +464,25 @@ def handoff_table(rows):
     print(repr(table))
 
 
+def first_line(exc):
+    """A report's first line: the defect, at its kernel line (the chain and the dump follow)."""
+    return str(exc).split("\n", 1)[0]
+
+
+def kernel_line(variant_, snippet):
+    """The line of the kernel's file on which ``snippet`` starts in ``variant_``'s edited source (the
+    line a report names: an edited kernel keeps its file's line numbers)."""
+    i = variant_.edited.find(snippet)
+    if i < 0:
+        raise ValueError(f"{snippet!r} is not in the edited source of chapter {variant_.chapter}'s kernel")
+    return variant_.first_line + variant_.edited.count("\n", 0, i)
+
+
+def names_line(exc, variant_, snippet):
+    """Whether the report's first line names the kernel line of ``snippet`` in ``variant_``."""
+    return f">:{kernel_line(variant_, snippet)} (" in first_line(exc)
+
+
 def report(exc, width=76):
     """Print an emulator diagnostic: its class and its message, wrapped to the page."""
     print(f"{type(exc).__name__}:")

@@ -69,7 +69,7 @@ EXERCISES = [
              replace={"    ptx.fence_proxy_async()\n    cuda.syncthreads()\n    tmem = ":
                       "    ptx.fence_proxy_async()\n    tmem = "}),
     # chapter 2
-    Exercise(2, 1, (128, 128, 192), "SharedMemoryHazard", replace={"        phase ^= 1\n": ""},
+    Exercise(2, 1, (128, 128, 192), "StalePhaseWait", replace={"        phase ^= 1\n": ""},
              config={"policy": "eager"}),
     Exercise(2, 2, (128, 128, 192), "wrong", replace={"IDESC, kc + k)": "IDESC, k)"}),
     Exercise(2, 3, (128, 128, 192), "SharedMemoryHazard",

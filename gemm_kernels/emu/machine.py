@@ -344,9 +344,10 @@ class NamedBarrier(Waitable):
             warps = frozenset(t.warp.index for t in self.arrived)
             if self.warps_seen is not None and warps != self.warps_seen:
                 raise NamedBarrierMismatch(
-                    f"named barrier {self.ident} of CTA {self.cta.rank_text()} joined warps {_ranges(self.warps_seen)} "
-                    f"in one generation and warps {_ranges(warps)} in another: two groups share this barrier ID "
-                    f"and release each other. Give each group its own ID.")
+                    f"named barrier {self.ident} of CTA {self.cta.rank_text()} (the generation that began at "
+                    f"{text(self.count_site)}) joined warps {_ranges(self.warps_seen)} in one generation and warps "
+                    f"{_ranges(warps)} in another: two groups share this barrier ID and release each other. Give "
+                    f"each group its own ID.")
             self.warps_seen = warps
             self.release_clock = self.clock + costmodel.BARRIER_LATENCY_CYCLES
             self.released[self.generation] = self.sp

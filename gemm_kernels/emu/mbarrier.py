@@ -219,11 +219,27 @@ class MBarrier(Waitable):
                 f"deliver (or signal each copy on its own stage's barrier).")
         self._maybe_complete()
 
-    def announcements(self):
-        """This phase's expect_tx announcements, for reports: "N B by <thread> at <line>; ..." or "none"."""
+    def announcements(self, sites=None):
+        """This phase's expect_tx announcements (or those of ``sites``), for reports: "N B by <thread> at
+        <line>; ..." or "none"."""
         from .source import text
 
-        return "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in self.expect_sites) or "none"
+        sites = self.expect_sites if sites is None else sites
+        return "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in sites) or "none"
+
+    def completed_early(self, copy):
+        """The ExpectTxMismatch report when ``copy`` (a TMA load issued in phase ``copy.phase`` of this
+        barrier, still in flight) finds that phase already complete: it was announced too few bytes."""
+        if copy.phase >= self.completed:
+            return None
+        from .source import here
+
+        return ExpectTxMismatch(
+            f"mbarrier {self.name} [CTA {self.cta.rank_text()}] completed phase {copy.phase} before {copy.description} "
+            f"landed, although that copy completes on it: the bytes announced for the phase "
+            f"({self.announcements(getattr(self, 'last_expect', []))}) are fewer than its copies deliver. So the "
+            f"operation at {here()} that waited for the phase reads bytes the copy still writes. Announce every byte "
+            f"that completes on the barrier.")
 
     def _maybe_complete(self):
         if self.pending == 0 and self.tx == 0:
@@ -232,6 +248,7 @@ class MBarrier(Waitable):
             self.done_sp[self.completed] = self.sp
             self.done_sp.pop(self.completed - 3, None)
             self.sp = SyncPoint()
+            self.last_expect = self.expect_sites  # (the completed phase's announcements, for reports)
             self.expect_sites = []
             self.completed += 1
             self.pending = self.expected

@@ -149,6 +149,9 @@ class Mma(AsyncOp):
                 smem.check_fenced(lo, hi, f"the MMA issued by {thread} (operand {name})", thread)
                 for w in cta.smem_writers:
                     if w.lo < hi and lo < w.hi:
+                        early = w.bar.completed_early(w) if getattr(w, "bar", None) is not None else None
+                        if early is not None:  # the cause: the copy's barrier was announced too few bytes
+                            raise early
                         raise SharedMemoryHazard(
                             f"{thread} issued an MMA reading operand {name} at {smem.name_of(lo)} of CTA {cta.rank_text()} "
                             f"while {w.description} is still writing it. Wait on the stage's TMA barrier first.")
