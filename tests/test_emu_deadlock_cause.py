@@ -76,3 +76,42 @@ def test_chapter7_producer_at_phase_0_names_the_producers_wait(policy, seed):
                    "wait with parity 1"):
         assert needle in first, (needle, first)
     assert "warps 6-7" not in first, first
+
+
+def _v8_deadlock(edit, policy, seed):
+    from gemm_kernels.book_helpers import kernel_line, variant
+    from gemm_kernels.check import random_operands
+
+    broken = variant(8, edit)
+    a, b = random_operands(256, 768, 128)
+    with pytest.raises(E.Deadlock) as ei:
+        broken.entry(a, b, backend="emulator", policy=policy, seed=seed, num_clusters=1)
+    return broken, kernel_line, str(ei.value).splitlines()[0]
+
+
+@pytest.mark.parametrize("policy,seed", [("lazy", 0), ("random", 1)])
+def test_chapter8_elected_arrivals_missing_are_the_peer_ctas_warps(policy, seed):
+    """Chapter 8 with the writeback's hand-back mapped to its own CTA instead of the leader's: the
+    leader's ld2mma lacks the peer's arrivals. One elected lane arrives per warp, so the missing party
+    is the peer CTA's writeback warps (not "the other lanes of the warps that arrived"), and the report
+    names where they arrive instead, at the kernel line."""
+    arrive = "ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), rank))"
+    broken, kernel_line, first = _v8_deadlock(
+        {"ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))": arrive}, policy, seed)
+    for needle in ("wait on mbarrier ld2mma[0] [CTA (0,0,0)", "lacks 4 of 8 arrivals", "(count 8, set at",
+                   "threads 0-127, warps 0-3) of CTA (1,0,0)", "one elected lane per warp arrives",
+                   f"v8_two_cta.py>:{kernel_line(broken, arrive)} (gemm_v8_kernel)", "(mapa)"):
+        assert needle in first, (needle, first)
+    assert "the other lanes of the warps that arrived" not in first, first
+
+
+@pytest.mark.parametrize("policy,seed", [("lazy", 0), ("random", 1)])
+def test_chapter8_commit_to_one_cta_names_the_commit(policy, seed):
+    """Exercise 8.1: the accumulator's commit multicasts to the leader only. The peer's writeback starves
+    on its mma2ld; the report names the commit that signalled the leader's barrier, at its line."""
+    commit = "ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), 0b01)"
+    broken, kernel_line, first = _v8_deadlock(
+        {"ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), PAIR)": commit}, policy, seed)
+    for needle in ("of CTA (1,0,0)", "wait on mbarrier mma2ld[0] [CTA (1,0,0)", "they arrived on the same barrier of CTA (0,0,0)",
+                   f"v8_two_cta.py>:{kernel_line(broken, commit)} (gemm_v8_kernel)"):
+        assert needle in first, (needle, first)

@@ -104,6 +104,23 @@ def _by_analogy(bar, by_key, arrived):
     return [], None
 
 
+def _sibling(bar, cand):
+    """'; they signal <ring barrier at another stage> instead, at <line>' when the candidates have signalled
+    another barrier of the same ring (``name[i]``) but never this one: a stage index, else ''."""
+    ring = (bar.name or "").split("[", 1)[0]
+    if "[" not in (bar.name or ""):
+        return ""
+    keys = {t.key for t in cand}
+    for other in bar.cta.mbarriers.values():
+        if other is bar or (other.name or "").split("[", 1)[0] != ring:
+            continue
+        for k, sid in other.signal_site.items():
+            if k in keys:
+                return (f"; they signal {other.name} of the same ring instead, at {text(sid)}: is the stage index "
+                        f"there right?")
+    return ""
+
+
 def _providers(bar, cluster_threads, by_key):
     """(threads expected to provide what the current phase lacks, how they were found)."""
     arrived = set(bar.arrived_by)
@@ -118,15 +135,24 @@ def _providers(bar, cluster_threads, by_key):
             roles = {w.role for w in warps}
             cand = [t for t in cluster_threads if t.warp.role in roles and t.warp not in warps]
             if cand:
-                return cand, (f"one elected lane per warp arrives; these {', '.join(sorted(roles))} warps have not")
+                how = f"one elected lane per warp arrives; these {', '.join(sorted(roles))} warps have not"
+                own = cand[0].cta.mbarriers.get(bar.offset)
+                at = own.signal_site.get(next((t.key for t in cand if t.key in own.signalled), None)) \
+                    if own is not None and own is not bar else None
+                if at:  # they signal the barrier at this offset in their own CTA: the address names the wrong CTA
+                    how += (f"; they arrive on mbarrier {own.name} of their own CTA {own.cta.rank_text()} instead, at "
+                            f"{text(at)}: an arrival meant for CTA {bar.cta.rank_text()}'s barrier must use its "
+                            f"address there (mapa)")
+                return cand, how
         else:
             cand = [t for t in cluster_threads if t.warp in warps and t not in arrived]
             if cand:
                 return cand, "the other lanes of the warps that arrived in this phase"
         cand, peer = _by_analogy(bar, by_key, arrived)
         if cand:
+            at = peer.signal_site.get(cand[0].key)
             return cand, (f"nothing has arrived on this one yet; they arrived on the same barrier of CTA "
-                          f"{peer.cta.rank_text()}")
+                          f"{peer.cta.rank_text()}" + (f", at {text(at)}" if at else ""))
         if known:  # everybody who ever arrived did so in this phase: the count is higher than the arrivals
             return [], "all arrived already: the count is higher than the number of threads that arrive"
         live = [t for t in cluster_threads if not t.exited and t.blocked_on and t.blocked_on[0] is not bar]
@@ -135,7 +161,8 @@ def _providers(bar, cluster_threads, by_key):
         cand = [t for t in live if t.warp.role in roles and t.warp.cta is bar.cta] or \
             [t for t in live if t.warp.role in roles]
         if cand:
-            return cand, f"nobody has arrived on it yet; by its name, the {cand[0].warp.role} signals it"
+            return cand, f"nobody has arrived on it yet; by its name, the {cand[0].warp.role} signals it" + \
+                _sibling(bar, cand)
         # threads parked at a CTA or cluster barrier wait for the others to get there: not the culprits
         cand = [t for t in live if isinstance(t.blocked_on[0], MBarrier)] or live
         return cand, "nobody has arrived on it yet: every running thread that does not wait on it"
@@ -152,6 +179,8 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
     if queued:
         return head + f"; queued work would provide them but cannot start: {queued[0].description}", None
     provs, how = _providers(bar, cluster_threads, by_key)
+    if " of their own CTA " in how:  # the arrivals went to another CTA's barrier: that is the root
+        return head + f"; they were to come from {_who(provs)} ({how})", None
     if bar.tx > 0 and not bar.pending:
         announced = sum(n for _, _, n in bar.expect_sites)
         head += (f" (announced {announced} B: {bar.announcements()}; the copies delivered {announced - bar.tx} B and no copy to it "
@@ -214,7 +243,7 @@ def deadlock_cause(cluster, pending):
         steps.append(text)
         if nxt is not None and nxt in seen:
             end = f"a cycle back to mbarrier {nxt.name}"
-            if nxt.completed == 0 and bar.completed == 0 and not bar.arrived_by:
+            if nxt.completed == 0 and bar.completed == 0 and not bar.arrived_by and not nxt.arrived_by:
                 steps[-1] += (" (a cycle on fresh barriers: if this wait means 'the slot is free', it must pass at once "
                               "on a fresh barrier, so wait with parity 1, not 0)")
             break

@@ -70,6 +70,7 @@ class MBarrier(Waitable):
         self.completion_time = {}  # phase index -> virtual time it completed
         self.consumed = {}  # thread key -> last phase index that thread's wait consumed
         self.signalled = {}  # thread key -> phase index current when it last arrived/issued work here
+        self.signal_site = {}  # thread key -> the kernel line of that arrival or work
         self.init_by = init_by
         self.fenced = False  # fence.mbarrier_init by the initialising thread since the init
         self.valid = True
@@ -106,8 +107,12 @@ class MBarrier(Waitable):
 
     # -- state changes -----------------------------------------------------------------------
     def signal_from(self, thread):
-        """``thread`` issued an arrival or asynchronous work that will complete on this barrier."""
+        """``thread`` issued an arrival or asynchronous work that will complete on this barrier (at the
+        kernel line a deadlock report names, when that thread was expected to signal another barrier)."""
+        from .source import site
+
         self.signalled[thread.key] = self.completed
+        self.signal_site[thread.key] = site(1)
 
     def arrive(self, thread, count=1, at=0.0, async_vc=None, tcgen05=False, op=None):
         """An arrival by ``thread`` (or, with ``async_vc``, by the asynchronous work ``op`` it issued)."""
