@@ -281,6 +281,8 @@ class Variant:
     kernel: types.FunctionType
     entry: types.FunctionType
     diff: str
+    edited: str = ""  # the edited source (of the kernel, or of its factory) ...
+    first_line: int = 1  # ... whose first line is this line of the kernel's file (reports name these lines)
 
     def show(self):
         _display_code(self.diff, "diff")
@@ -341,7 +343,7 @@ def variant(chapter, replace):
     new_entry = types.FunctionType(entry.__code__, module_globals, entry.__name__, entry.__defaults__,
                                    entry.__closure__)
     new_entry.__kwdefaults__ = entry.__kwdefaults__
-    return Variant(chapter, module_globals[name], new_entry, diff)
+    return Variant(chapter, module_globals[name], new_entry, diff, edited, first_line)
 
 
 # -- numbers beside a timeline (all on the emulator's virtual clock: a model, not a measurement) ------
@@ -476,6 +478,25 @@ def handoff_table(rows):
     except ImportError:  # pragma: no cover
         pass
     print(repr(table))
+
+
+def first_line(exc):
+    """A report's first line: the defect, at its kernel line (the chain and the dump follow)."""
+    return str(exc).split("\n", 1)[0]
+
+
+def kernel_line(variant_, snippet):
+    """The line of the kernel's file on which ``snippet`` starts in ``variant_``'s edited source (the
+    line a report names: an edited kernel keeps its file's line numbers)."""
+    i = variant_.edited.find(snippet)
+    if i < 0:
+        raise ValueError(f"{snippet!r} is not in the edited source of chapter {variant_.chapter}'s kernel")
+    return variant_.first_line + variant_.edited.count("\n", 0, i)
+
+
+def names_line(exc, variant_, snippet):
+    """Whether the report's first line names the kernel line of ``snippet`` in ``variant_``."""
+    return f">:{kernel_line(variant_, snippet)} (" in first_line(exc)
 
 
 def report(exc, width=76):

@@ -69,7 +69,7 @@ EXERCISES = [
              replace={"    ptx.fence_proxy_async()\n    cuda.syncthreads()\n    tmem = ":
                       "    ptx.fence_proxy_async()\n    tmem = "}),
     # chapter 2
-    Exercise(2, 1, (128, 128, 192), "SharedMemoryHazard", replace={"        phase ^= 1\n": ""},
+    Exercise(2, 1, (128, 128, 192), "StalePhaseWait", replace={"        phase ^= 1\n": ""},
              config={"policy": "eager"}),
     Exercise(2, 2, (128, 128, 192), "wrong", replace={"IDESC, kc + k)": "IDESC, k)"}),
     Exercise(2, 3, (128, 128, 192), "SharedMemoryHazard",
@@ -83,7 +83,7 @@ EXERCISES = [
              replace={"cuda.blockIdx.x * BLOCK_M": "cuda.blockIdx.y * BLOCK_M",
                       "cuda.blockIdx.y * BLOCK_N": "cuda.blockIdx.x * BLOCK_N"}),
     # chapter 4
-    Exercise(4, 1, (128, 128, 128), "SharedMemoryHazard", replace={"ptx.mbarrier_arrive_expect_tx(tma2mma, 2 * TILE_BYTES)":
+    Exercise(4, 1, (128, 128, 128), "ExpectTxMismatch", replace={"ptx.mbarrier_arrive_expect_tx(tma2mma, 2 * TILE_BYTES)":
                                                   "ptx.mbarrier_arrive_expect_tx(tma2mma, TILE_BYTES)"}),
     Exercise(4, 2, (128, 128, 128), "MissingProxyFence",
              replace={"    tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)\n"

@@ -6,8 +6,11 @@ to provide what the current phase lacks, and what that party waits on itself:
 
 * missing arrivals are expected from the threads that arrived on the barrier (or issued a commit or
   copy to it) in earlier phases and have not arrived in this one; with no history (phase 0), from the
-  other lanes of the warps that did arrive in this phase, and failing that from every blocked thread
-  that does not wait on this barrier;
+  other lanes of the warps that did arrive in this phase, or, where one elected lane arrives for its
+  warp, from the warps of the same role (in either CTA of a pair) that have not; failing that, from
+  the warps whose role the barrier's name gives as its source (the kernels name a barrier after its
+  handoff, ``mma2tma``: the MMA issuer signals it), and then from every thread blocked on another
+  mbarrier (threads parked at a CTA or cluster barrier wait for the others: they are not culprits);
 * missing transaction bytes are expected from queued copies that target the barrier, else from the
   threads that announced them with ``expect_tx`` (who would issue the copy);
 * a queued commit or copy that targets the barrier ends the chain (it waits on earlier work).
@@ -19,10 +22,15 @@ chain follows on the next line. Everything here runs only after a deadlock was d
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from .machine import _ranges
 from .mbarrier import MBarrier
+from .source import text, thread_site
+
+#: the side of a handoff a barrier's name starts with -> the warp roles (trace.ROLES) that signal it
+_SOURCE_ROLES = {"tma": ("TMA producer",), "mma": ("MMA issuer", "MMA issuer 1"), "ld": ("writeback", "writeback 1")}
 
 
 def _who(threads):
@@ -38,6 +46,30 @@ def _who(threads):
             parts.append(f"{len(ts)} threads (threads {_ranges({t.tid for t in ts})}, warps "
                          f"{_ranges({t.warp.index for t in ts})}) of CTA {cta.rank_text()}")
     return " and ".join(parts)
+
+
+def _at(threads):
+    """' at <kernel line>' of the first of ``threads`` that is parked at a known line, or ''."""
+    for t in threads:
+        where = thread_site(t)
+        if where:
+            return f" at {where}"
+    return ""
+
+
+def _count(bar):
+    """Where the barrier's count was set: ' (its count, N, set at <init line>)'."""
+    return f" (count {bar.expected}, set at {text(bar.init_site)})" if bar.init_site else ""
+
+
+def _skipped(bar, waiters):
+    """' (...)' when the first waiter's previous wait on ``bar`` consumed phase c and it now waits for
+    c + 2: phase c + 1 completed unseen (a phase bit not flipped after a wait), else ''."""
+    c = bar.consumed.get(waiters[0].key)
+    if c is None or bar.completed != c + 2:
+        return ""
+    return (f" (its previous wait on it consumed phase {c}; parity {c & 1} again names phase {c + 2}, so phase {c + 1} "
+            f"completed unseen: the phase bit was not flipped after that wait)")
 
 
 def _missing(bar):
@@ -72,6 +104,23 @@ def _by_analogy(bar, by_key, arrived):
     return [], None
 
 
+def _sibling(bar, cand):
+    """'; they signal <ring barrier at another stage> instead, at <line>' when the candidates have signalled
+    another barrier of the same ring (``name[i]``) but never this one: a stage index, else ''."""
+    ring = (bar.name or "").split("[", 1)[0]
+    if "[" not in (bar.name or ""):
+        return ""
+    keys = {t.key for t in cand}
+    for other in bar.cta.mbarriers.values():
+        if other is bar or (other.name or "").split("[", 1)[0] != ring:
+            continue
+        for k, sid in other.signal_site.items():
+            if k in keys:
+                return (f"; they signal {other.name} of the same ring instead, at {text(sid)}: is the stage index "
+                        f"there right?")
+    return ""
+
+
 def _providers(bar, cluster_threads, by_key):
     """(threads expected to provide what the current phase lacks, how they were found)."""
     arrived = set(bar.arrived_by)
@@ -81,16 +130,41 @@ def _providers(bar, cluster_threads, by_key):
         if cand:
             return cand, "they arrived on it, or issued a copy or commit to it, in earlier phases"
         warps = {t.warp for t in arrived}
-        cand = [t for t in cluster_threads if t.warp in warps and t not in arrived]
-        if cand:
-            return cand, "the other lanes of the warps that arrived in this phase"
+        if arrived and len(warps) == len(bar.arrived_by) and any(w.role for w in warps):
+            # one elected lane arrives for its warp: the missing parties are warps of the same role
+            roles = {w.role for w in warps}
+            cand = [t for t in cluster_threads if t.warp.role in roles and t.warp not in warps]
+            if cand:
+                how = f"one elected lane per warp arrives; these {', '.join(sorted(roles))} warps have not"
+                own = cand[0].cta.mbarriers.get(bar.offset)
+                at = own.signal_site.get(next((t.key for t in cand if t.key in own.signalled), None)) \
+                    if own is not None and own is not bar else None
+                if at:  # they signal the barrier at this offset in their own CTA: the address names the wrong CTA
+                    how += (f"; they arrive on mbarrier {own.name} of their own CTA {own.cta.rank_text()} instead, at "
+                            f"{text(at)}: an arrival meant for CTA {bar.cta.rank_text()}'s barrier must use its "
+                            f"address there (mapa)")
+                return cand, how
+        else:
+            cand = [t for t in cluster_threads if t.warp in warps and t not in arrived]
+            if cand:
+                return cand, "the other lanes of the warps that arrived in this phase"
         cand, peer = _by_analogy(bar, by_key, arrived)
         if cand:
+            at = peer.signal_site.get(cand[0].key)
             return cand, (f"nothing has arrived on this one yet; they arrived on the same barrier of CTA "
-                          f"{peer.cta.rank_text()}")
+                          f"{peer.cta.rank_text()}" + (f", at {text(at)}" if at else ""))
         if known:  # everybody who ever arrived did so in this phase: the count is higher than the arrivals
             return [], "all arrived already: the count is higher than the number of threads that arrive"
-        cand = [t for t in cluster_threads if not t.exited and t.blocked_on and t.blocked_on[0] is not bar]
+        live = [t for t in cluster_threads if not t.exited and t.blocked_on and t.blocked_on[0] is not bar]
+        m = re.match(r"([a-z]+)2[a-z]", bar.name or "")
+        roles = _SOURCE_ROLES.get(m.group(1), ()) if m else ()
+        cand = [t for t in live if t.warp.role in roles and t.warp.cta is bar.cta] or \
+            [t for t in live if t.warp.role in roles]
+        if cand:
+            return cand, f"nobody has arrived on it yet; by its name, the {cand[0].warp.role} signals it" + \
+                _sibling(bar, cand)
+        # threads parked at a CTA or cluster barrier wait for the others to get there: not the culprits
+        cand = [t for t in live if isinstance(t.blocked_on[0], MBarrier)] or live
         return cand, "nobody has arrived on it yet: every running thread that does not wait on it"
     announcers = list(dict.fromkeys(t for t, _, _ in bar.expect_sites))
     return announcers, "they announced the bytes with expect_tx"
@@ -99,12 +173,14 @@ def _providers(bar, cluster_threads, by_key):
 def _step(bar, waiters, cluster_threads, by_key, pending):
     """One link of the chain: (its text, the mbarrier its providers wait on, or None where the chain ends)."""
     head = (f"{_who(waiters)} wait{'s' if len(waiters) == 1 else ''} on mbarrier {bar.name} [CTA "
-            f"{bar.cta.rank_text()}] for phase {bar.completed} (parity {bar.completed & 1}), which lacks "
-            f"{_missing(bar)}")
+            f"{bar.cta.rank_text()}] for phase {bar.completed} (parity {bar.completed & 1}){_at(waiters)}, which "
+            f"lacks {_missing(bar)}{_count(bar) if bar.pending and bar.expected > 1 else ''}{_skipped(bar, waiters)}")
     queued = _queued_for(bar, pending)
     if queued:
         return head + f"; queued work would provide them but cannot start: {queued[0].description}", None
     provs, how = _providers(bar, cluster_threads, by_key)
+    if " of their own CTA " in how:  # the arrivals went to another CTA's barrier: that is the root
+        return head + f"; they were to come from {_who(provs)} ({how})", None
     if bar.tx > 0 and not bar.pending:
         announced = sum(n for _, _, n in bar.expect_sites)
         head += (f" (announced {announced} B: {bar.announcements()}; the copies delivered {announced - bar.tx} B and no copy to it "
@@ -127,11 +203,25 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
         return head + (f"; they were to come from {_who(party)} ({how}), which {verb} on this barrier itself: "
                        f"nothing else can provide them"), None
     if isinstance(nxt, MBarrier):
-        what = f"mbarrier {nxt.name} [CTA {nxt.cta.rank_text()}] for phase {nxt.completed}, which lacks {_missing(nxt)}"
+        what = (f"mbarrier {nxt.name} [CTA {nxt.cta.rank_text()}] for phase {nxt.completed}{_at(party)}, which lacks "
+                f"{_missing(nxt)}")
     else:
-        what = party[0].blocked_on[1]()
+        what = party[0].blocked_on[1]() + _at(party)
     text = head + f"; they were to come from {_who(party)} ({how}), which now {verb} {'on ' if isinstance(nxt, MBarrier) else ''}{what}"
     return text, (nxt if isinstance(nxt, MBarrier) else None)
+
+
+def count_cause(cluster):
+    """An ArrivalMismatch message when a blocked wait shows its barrier's count too low (the phases
+    since the thread's previous wait came one per warp), else ''. Its hang is the count's doing."""
+    for cta in cluster.ctas:
+        for t in cta.threads:
+            bar = t.blocked_on[0] if not t.exited and t.blocked_on else None
+            if isinstance(bar, MBarrier):
+                low = bar.count_too_low(t, bar.completed - 1)
+                if low:
+                    return low
+    return ""
 
 
 def deadlock_cause(cluster, pending):
@@ -153,7 +243,7 @@ def deadlock_cause(cluster, pending):
         steps.append(text)
         if nxt is not None and nxt in seen:
             end = f"a cycle back to mbarrier {nxt.name}"
-            if nxt.completed == 0 and bar.completed == 0 and not bar.arrived_by:
+            if nxt.completed == 0 and bar.completed == 0 and not bar.arrived_by and not nxt.arrived_by:
                 steps[-1] += (" (a cycle on fresh barriers: if this wait means 'the slot is free', it must pass at once "
                               "on a fresh barrier, so wait with parity 1, not 0)")
             break

@@ -9,8 +9,8 @@ import numpy as np
 
 from ..trace import Trace
 from . import context
-from .deadlock import deadlock_cause
-from .errors import CtaGroupMix
+from .deadlock import count_cause, deadlock_cause
+from .errors import ArrivalMismatch, CtaGroupMix
 from .machine import Cluster, _ranges
 from .memory import GlobalView
 from .rebind import kernel_function
@@ -68,6 +68,14 @@ class Launch:
             index += 1
 
     def deadlock_report(self, cluster):
+        """The deadlock's report; an ArrivalMismatch (an exception, not text) where a barrier's count
+        too low explains the hang."""
+        low = count_cause(cluster)
+        if low:
+            return ArrivalMismatch(low + " (The kernel then hung: " + self._deadlock_text(cluster).split("\n")[0] + ")")
+        return self._deadlock_text(cluster)
+
+    def _deadlock_text(self, cluster):
         first = deadlock_cause(cluster, self.scheduler.pending)
         lines = [first or f"deadlock in cluster {cluster.index}: every live thread is blocked and no queued "
                           f"asynchronous operation can complete."]

@@ -69,6 +69,7 @@ class EmuThread:
         self.try_wait_episode = None  # (barrier, phase) of this thread's latest try_wait that timed out
         self.try_wait_timeouts = 0
         self.unfenced = []  # (lo, hi) of this CTA's shared memory this thread stored to since its last proxy fence
+        self.passed_early = None  # (barrier, parity, phase, site) of a wait that passed on a consumed phase (cause.py)
 
     @property
     def launch(self):
@@ -349,6 +350,7 @@ class NamedBarrier(Waitable):
         self.generation = 0
         self.clock = 0.0
         self.warps_seen = None
+        self.count_site = 0  # the kernel line whose bar.sync set this generation's count
         self.warp_pending = {}  # warp index -> (lanes arrived so far, [generation the warp joined])
         self.sp = SyncPoint()  # the current generation's releases
         self.released = {}  # generation -> its SyncPoint (the last few)
@@ -359,11 +361,9 @@ class NamedBarrier(Waitable):
             raise NamedBarrierMismatch(f"bar {self.ident}: thread count {count} must be a positive multiple of 32")
         if self.count is None:
             self.count = count
+            self.count_site = site(1)
         elif self.count != count:
-            raise NamedBarrierMismatch(
-                f"named barrier {self.ident} of CTA {self.cta.rank_text()}: {thread} uses thread count {count} "
-                f"while {len(self.arrived)} threads already arrived with count {self.count}; two groups of "
-                f"threads share this barrier ID: give each group its own ID")
+            self._count_mismatch(thread, count)
         w = thread.warp
         c = w.pending
         pend = self.warp_pending.get(w.index)
@@ -394,6 +394,24 @@ class NamedBarrier(Waitable):
             self.released[joined[0]].acquire(thread, lambda: f"bar.sync {self.ident}")
         trace_sync(thread, "bar.sync" if wait else "bar.arrive", start, f"named barrier {self.ident}", count)
 
+    def _count_mismatch(self, thread, count):
+        """Two thread counts in one generation: name both lines, and say which count is wrong where the
+        barrier's earlier generations show how many threads meet there."""
+        here_text, there = text(site(2)), text(self.count_site)
+        head = (f"named barrier {self.ident} of CTA {self.cta.rank_text()}: {thread} uses thread count {count} at "
+                f"{here_text}, while this generation began with count {self.count} at {there} ({len(self.arrived)} "
+                f"threads already joined)")
+        group = 32 * len(self.warps_seen) if self.warps_seen else None
+        if group in (count, self.count):
+            wrong, at = (count, here_text) if group != count else (self.count, there)
+            raise NamedBarrierMismatch(
+                f"{head}. Its earlier generations joined {group} threads (warps {_ranges(self.warps_seen)}): the "
+                f"count {wrong} at {at} is wrong. Every bar.sync of a group names the number of threads that meet "
+                f"there ({group}).")
+        raise NamedBarrierMismatch(
+            f"{head}. Either one of these counts is wrong (every bar.sync of a group names the number of threads "
+            f"that meet there), or two groups of threads share this barrier ID: then give each group its own ID.")
+
     def _maybe_join(self, w):
         pend = self.warp_pending.get(w.index)
         if pend is None:
@@ -408,9 +426,10 @@ class NamedBarrier(Waitable):
             warps = frozenset(t.warp.index for t in self.arrived)
             if self.warps_seen is not None and warps != self.warps_seen:
                 raise NamedBarrierMismatch(
-                    f"named barrier {self.ident} of CTA {self.cta.rank_text()} joined warps {_ranges(self.warps_seen)} "
-                    f"in one generation and warps {_ranges(warps)} in another: two groups share this barrier ID "
-                    f"and release each other. Give each group its own ID.")
+                    f"named barrier {self.ident} of CTA {self.cta.rank_text()} (the generation that began at "
+                    f"{text(self.count_site)}) joined warps {_ranges(self.warps_seen)} in one generation and warps "
+                    f"{_ranges(warps)} in another: two groups share this barrier ID and release each other. Give "
+                    f"each group its own ID.")
             self.warps_seen = warps
             for t in self.arrived:  # bar.sync orders every member's work before every member's later work
                 if t.warp.tc_lanes:
@@ -540,7 +559,8 @@ class CTA:
         if old is not None and old.valid and (old.completed or old.pending != old.expected):
             raise EmulatorError(f"mbarrier.init of live mbarrier {old.name} by {thread}: invalidate it first")
         name = self.smem.name_of(off)
-        self.mbarriers[off] = MBarrier(self.launch.scheduler, self, off, int(count), name, thread)
+        bar = self.mbarriers[off] = MBarrier(self.launch.scheduler, self, off, int(count), name, thread)
+        bar.init_site = site(1)  # (reports name the init line beside the arrivals: a count is set here)
         self.smem.mark_barrier(off, True)
 
     def named_barrier(self, ident):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from . import drain
+from . import cause, drain
 from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait, WaitScopeMismatch
 from .hb import SyncPoint
 from .scheduler import Waitable
@@ -44,6 +44,13 @@ def _observe(bar, what, cycles, value):
         fn(bar, what, cycles, value)
 
 
+def _blocked_site(thread):
+    from .source import site_of_frame
+
+    f = getattr(thread.greenlet, "gr_frame", None)
+    return site_of_frame(f) if f is not None else 0
+
+
 class MBarrier(Waitable):
     def __init__(self, scheduler, cta, offset, count, name, init_by):
         super().__init__(scheduler)
@@ -64,6 +71,7 @@ class MBarrier(Waitable):
         self.completion_time = {}  # phase index -> virtual time it completed
         self.consumed = {}  # thread key -> last phase index that thread's wait consumed
         self.signalled = {}  # thread key -> phase index current when it last arrived/issued work here
+        self.signal_site = {}  # thread key -> the kernel line of that arrival or work
         self.init_by = init_by
         self.fenced = False  # fence.mbarrier_init by the initialising thread since the init
         self.valid = True
@@ -79,6 +87,9 @@ class MBarrier(Waitable):
         self.remote = None  # (thread, site) of the current phase's first arrival by a thread of another CTA
         self.unordered = []  # (thread, site, lanes, first op) of arrives not ordered after lanes' tcgen05 work
         self.done_remote = {}  # phase index -> that, for the last few completed phases
+        self.history = []  # the arrivals (threads, or issuers of async work) of the last few phases
+        self.carries_data = False  # copies complete bytes on it (expect_tx): a 'full' barrier (cause.py)
+        self.init_site = 0  # the kernel line of the mbarrier.init (set by the CTA, for reports)
         # the exit rule (drain.py): the latest asynchronous arrival, and who waited past it
         self.async_phase = -1  # the phase it landed in
         self.async_op = None  # the commit or TMA load that made it
@@ -101,8 +112,12 @@ class MBarrier(Waitable):
 
     # -- state changes -----------------------------------------------------------------------
     def signal_from(self, thread):
-        """``thread`` issued an arrival or asynchronous work that will complete on this barrier."""
+        """``thread`` issued an arrival or asynchronous work that will complete on this barrier (at the
+        kernel line a deadlock report names, when that thread was expected to signal another barrier)."""
+        from .source import site
+
         self.signalled[thread.key] = self.completed
+        self.signal_site[thread.key] = site(1)
 
     def arrive(self, thread, count=1, at=0.0, async_vc=None, tcgen05=False, op=None):
         """An arrival by ``thread`` (or, with ``async_vc``, by the asynchronous work ``op`` it issued)."""
@@ -127,9 +142,14 @@ class MBarrier(Waitable):
             self._async_arrival(op)
         self.pending -= count
         if self.pending < 0:
+            from .source import here, text
+
+            where = op.description if async_vc is not None and op is not None else f"{thread} at {here()}"
             raise ArrivalMismatch(
-                f"mbarrier {self.name} (phase {self.completed}): {self.expected - self.pending} "
-                f"arrivals for an expected count of {self.expected}; last by {thread}")
+                f"mbarrier {self.name} [CTA {self.cta.rank_text()}] (phase {self.completed}): "
+                f"{self.expected - self.pending} arrivals for its count of {self.expected}, set at "
+                f"{text(self.init_site)}; the last by {where}. Initialise it with the number of arrivals each "
+                f"phase gets, or let fewer threads arrive.")
         self.arrived_by.append(thread)
         self.phase_time = max(self.phase_time, at)
         if self.pending == 0 and self.tx == 0:
@@ -188,6 +208,7 @@ class MBarrier(Waitable):
         if OBSERVERS:
             _observe(self, "expect_tx", at, nbytes)
         self.tx += nbytes
+        self.carries_data = True
         self.phase_time = max(self.phase_time, at)
         if thread is not None:
             self.expect_sites.append((thread, site, nbytes))
@@ -218,11 +239,27 @@ class MBarrier(Waitable):
                 f"deliver (or signal each copy on its own stage's barrier).")
         self._maybe_complete()
 
-    def announcements(self):
-        """This phase's expect_tx announcements, for reports: "N B by <thread> at <line>; ..." or "none"."""
+    def announcements(self, sites=None):
+        """This phase's expect_tx announcements (or those of ``sites``), for reports: "N B by <thread> at
+        <line>; ..." or "none"."""
         from .source import text
 
-        return "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in self.expect_sites) or "none"
+        sites = self.expect_sites if sites is None else sites
+        return "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in sites) or "none"
+
+    def completed_early(self, copy):
+        """The ExpectTxMismatch report when ``copy`` (a TMA load issued in phase ``copy.phase`` of this
+        barrier, still in flight) finds that phase already complete: it was announced too few bytes."""
+        if copy.phase >= self.completed:
+            return None
+        from .source import here
+
+        return ExpectTxMismatch(
+            f"mbarrier {self.name} [CTA {self.cta.rank_text()}] completed phase {copy.phase} before {copy.description} "
+            f"landed, although that copy completes on it: the bytes announced for the phase "
+            f"({self.announcements(getattr(self, 'last_expect', []))}) are fewer than its copies deliver. So the "
+            f"operation at {here()} that waited for the phase reads bytes the copy still writes. Announce every byte "
+            f"that completes on the barrier.")
 
     def _check_unordered_lanes(self):
         """An arrive for a warp whose other lanes' tcgen05 work no warp barrier ordered before it: reported
@@ -243,6 +280,7 @@ class MBarrier(Waitable):
             self.done_sp[self.completed] = self.sp
             self.done_sp.pop(self.completed - KEEP_PHASES, None)
             self.sp = SyncPoint()
+            self.last_expect = self.expect_sites  # (the completed phase's announcements, for reports)
             self.expect_sites = []
             if self.remote is not None or self.done_remote:
                 self.done_remote[self.completed] = self.remote
@@ -251,6 +289,9 @@ class MBarrier(Waitable):
             self.completed += 1
             self.pending = self.expected
             self.prev_arrivers = list(dict.fromkeys(self.arrived_by))
+            self.history.append(self.arrived_by)  # (the last few phases' arrivals: a count too low, consume)
+            if len(self.history) > 64:
+                del self.history[0]
             self.one_each = (self.expected > 1 and len(self.arrived_by) == self.expected
                              and len(self.prev_arrivers) == self.expected)
             self.arrived_threads = set()
@@ -290,10 +331,20 @@ class MBarrier(Waitable):
                 f"persistent tiles instead of resetting it).")
         # Skipped: counting this thread's waits in order, the phase it waits for is two or more phases
         # behind the barrier; the parity names that phase too, so the chip may release it there.
+        if last is not None and last >= phase or phase < 0:  # passed at once (see cause.py)
+            from .source import site
+
+            cause.passed_early(thread, self, parity, phase, site(1))
+        elif thread.passed_early is not None:
+            cause.consumed_fresh(thread, self)
         wslot = thread.warp.clock.slot
         meant = self._next_meant(key, parity, wslot, thread.collectives_seen)
         if phase >= meant + 2:
             from .source import here
+
+            low = self.count_too_low(thread, phase)
+            if low:
+                raise ArrivalMismatch(low)
 
             what = f"phase {meant}" if meant >= 0 else "the state before its first phase"
             raise StalePhaseWait(
@@ -335,6 +386,34 @@ class MBarrier(Waitable):
             f"tcgen05.fence::after_thread_sync after it where tcgen05 work follows (the ISA's form for a CTA "
             f"pair; the same SASS), or ptx.mbarrier_wait_cluster (.acquire.cluster) when the other CTA's "
             f"ordinary stores must be visible after the wait.")
+
+    def count_too_low(self, thread, phase):
+        """The report, when the phases up to ``phase`` that completed since ``thread``'s previous wait
+        came from parties that each arrived once (a different warp, or a different lane, per arrival):
+        more of them arrive for each use of the barrier than its count. Else '' (the same party arriving
+        in two of those phases is a skipped wait, reported as such)."""
+        prev = self.meant.get(thread.key)
+        if prev is None or phase - prev < 2 or phase - prev > len(self.history):
+            return ""
+        arrivals = [t for arr in self.history[len(self.history) - (phase - prev):] for t in arr]
+        if len(set(arrivals)) != len(arrivals) or len(arrivals) < 2:
+            return ""
+        from .machine import _ranges
+        from .source import here, text
+
+        warps = list(dict.fromkeys(t.warp for t in arrivals))
+        by_cta = {}
+        for w in warps:
+            by_cta.setdefault(w.cta, []).append(w.index)
+        who = "; ".join(f"warps {_ranges(ix)} of CTA {c.rank_text()}" for c, ix in by_cta.items())
+        parties = (f"{len(warps)} warps arrive for each use, one lane each ({who})" if len(warps) == len(arrivals)
+                   else f"{len(arrivals)} threads arrive for each use ({who}; the whole warp executed mbarrier.arrive?)")
+        where = here() if thread.scheduler.current is thread else text(_blocked_site(thread))
+        return (f"mbarrier {self.name} [CTA {self.cta.rank_text()}] counts {self.expected} arrival(s) per phase, set at "
+                f"{text(self.init_site)}, but {parties}: between two waits of {thread} (the second at {where}) it "
+                f"completed phases {prev + 1} to {phase}, where one phase was meant. "
+                + (f"Initialise it with the number of arrivals each use gets ({len(arrivals)})." if len(warps) == len(arrivals)
+                   else "Let one elected lane per warp arrive, or initialise it with the number of arriving threads."))
 
     def _next_meant(self, key, parity, wslot, seen):
         """The phase a thread's wait on ``parity`` means, assuming it waits on this barrier's phases in

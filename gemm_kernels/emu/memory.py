@@ -400,15 +400,34 @@ class SharedMemory:
             seg[seg == mark] = 0
         thread.unfenced = []
 
-    def check_fenced(self, lo, hi, reader):
+    def check_fenced(self, lo, hi, reader, thread=None):
+        """Bytes [lo, hi) written by ordinary stores that no fence.proxy.async of their writer covers are
+        a MissingProxyFence, but only where the store is ordered before the reading unit, issued by
+        ``thread``: a store that nothing orders lacks a barrier, which the race check that follows
+        reports, naming both lines (a fence there would not help)."""
         d = self.dirty[lo:hi]
         if d.any():
-            i = int(np.flatnonzero(d)[0])
+            nz = np.flatnonzero(d)
+            i = int(nz[0])
+            if thread is not None:
+                idx = nz + lo
+                if first_unordered(self.w_who[idx], self.w_ep[idx], thread.warp.clock.vc) is not None:
+                    return
+                # another lane of the issuing warp executes the warp's fence together with it (the warp
+                # runs in lockstep on the chip): here it may simply not have got there yet
+                threads = self.cta.threads
+                keep = [k for k in nz if threads[int(d[k]) - 1] is thread or threads[int(d[k]) - 1].warp is not thread.warp]
+                if not keep:
+                    return
+                i = int(keep[0])
             writer = self.cta.threads[int(d[i]) - 1]
+            wrote = _text(int(self.w_site[lo + i]))
             raise MissingProxyFence(
-                f"{reader} reads shared bytes [0x{lo:x}, 0x{hi:x}) ({self.name_of(lo)}) through the async "
-                f"proxy, but {writer} wrote byte 0x{lo + i:x} with an ordinary store and did not execute "
-                f"fence.proxy.async.shared::cta before the CTA barrier. Add the fence after the stores.")
+                f"fence.proxy.async is missing after the ordinary store at {wrote} by {writer}, before the "
+                f"barrier that publishes it to {reader} at {_source.here()}: byte 0x{lo + i:x} ({self.name_of(lo)}), "
+                f"written with an ordinary store, is read through the async proxy (bytes [0x{lo:x}, 0x{hi:x})), "
+                f"which may not see the store. "
+                f"Add ptx.fence_proxy_async() after the stores, before the barrier.")
 
 
 def _record(lo, hi, views, arrays, values):

@@ -19,7 +19,7 @@ from collections import deque
 
 import greenlet
 
-from .errors import Deadlock
+from .errors import Deadlock, EmulatorError
 
 POLICIES = ("eager", "lazy", "random")
 
@@ -107,9 +107,14 @@ class Scheduler:
                 thread.exited = True
                 self.live -= 1
                 raise _out_of_bounds(thread, exc) from None
-            except BaseException:
+            except BaseException as exc:
                 thread.exited = True
                 self.live -= 1
+                from .cause import explain  # (only on the way out with a report: the damage of an early wait?)
+
+                cause = explain(thread, exc)
+                if cause is not exc:
+                    raise cause from exc
                 raise  # the kernel's own error: report it, not the exit checks it would trip
             thread.exited = True
             self.live -= 1
@@ -186,6 +191,7 @@ class Scheduler:
                 continue
             if self._complete_one(self.policy == "random"):
                 continue
-            raise Deadlock(deadlock_report())
+            report = deadlock_report()
+            raise report if isinstance(report, EmulatorError) else Deadlock(report)
         # work nobody waited for (e.g. a final TMA store) still happens before the kernel ends
         self.drain()

@@ -19,6 +19,9 @@ _ROOT = os.path.dirname(_PKG)
 _HELPERS = tuple(os.path.join(_PKG, *p) for p in (("pipeline.py",), ("kernels", "epilogue.py"),
                                                    ("kernels", "tmem_lifecycle.py"), ("kernels", "tile_copy.py")))
 
+_KERNELS = os.path.join(_PKG, "kernels") + os.sep
+_HOST = tuple(os.path.join(_PKG, "kernels", p) for p in ("host.py", "tensor_maps.py", "__init__.py"))
+
 _INTERNAL_CODE, _HELPER_CODE, _KERNEL_CODE = 0, 1, 2
 _code_kind = {}  # code object -> one of the three kinds above
 _site_ids = {}  # (code, line[, helper code, helper line]) -> id
@@ -33,8 +36,14 @@ def _kind(code):
         # ("<variant of ...>": a kernel edited by book_helpers.variant is kernel code; "<frozen ...>" is not)
         if f.startswith(_INTERNAL) or "site-packages" in f or (f.startswith("<") and not f.startswith("<variant")):
             v = _INTERNAL_CODE
+        elif f.startswith(_HELPERS):
+            v = _HELPER_CODE
+        elif f.startswith(_PKG + os.sep) and not f.startswith(_KERNELS) or f.startswith(_HOST):
+            # the package's host side (the launch in kernels/host.py, book_helpers, ...): an operation
+            # completed by the emulator's scheduler, not by a kernel line, must not be named after it
+            v = _INTERNAL_CODE
         else:
-            v = _HELPER_CODE if f.startswith(_HELPERS) else _KERNEL_CODE
+            v = _KERNEL_CODE
         _code_kind[code] = v
     return v
 
@@ -64,7 +73,12 @@ def intern(code, line, helper=None, helper_line=0):
 def site(depth=1):
     """The interned site of the kernel line that (directly or through twins and shared helpers)
     called the caller."""
-    f = sys._getframe(depth + 1)
+    return site_of_frame(sys._getframe(depth + 1))
+
+
+def site_of_frame(f):
+    """The interned site of the kernel line that frame ``f`` (or a frame below it) runs: for a blocked
+    thread, its greenlet's suspended frame gives the kernel line it waits at."""
     helper = None
     kinds = _code_kind
     while f is not None:
@@ -78,6 +92,14 @@ def site(depth=1):
             helper = (code, f.f_lineno)
         f = f.f_back
     return intern(*helper) if helper is not None else 0
+
+
+def thread_site(thread):
+    """The kernel line a blocked thread waits at, as text, or "" when it is not known."""
+    g = getattr(thread, "greenlet", None)
+    f = getattr(g, "gr_frame", None)
+    sid = site_of_frame(f) if f is not None else 0
+    return _site_text[sid] if sid else ""
 
 
 def text(sid):

@@ -146,9 +146,12 @@ class Mma(AsyncOp):
             b_lo, b_hi = int(self.b_addr.min()), int(self.b_addr.max()) + 2
             for lo, hi, name in ((a_lo, a_hi, "A"), (b_lo, b_hi, "B")):
                 smem.check(lo, hi - lo, f"MMA operand {name}")
-                smem.check_fenced(lo, hi, f"the MMA issued by {thread} (operand {name})")
+                smem.check_fenced(lo, hi, f"the MMA issued by {thread} (operand {name})", thread)
                 for w in cta.smem_writers:
                     if w.lo < hi and lo < w.hi:
+                        early = w.bar.completed_early(w) if getattr(w, "bar", None) is not None else None
+                        if early is not None:  # the cause: the copy's barrier was announced too few bytes
+                            raise early
                         raise SharedMemoryHazard(
                             f"{thread} issued an MMA reading operand {name} at {smem.name_of(lo)} of CTA {cta.rank_text()} "
                             f"while {w.description} is still writing it. Wait on the stage's TMA barrier first.")

@@ -107,6 +107,7 @@ class TmaLoad(AsyncOp):
         super().__init__(thread, f"TMA load {tmap.name} box at (col {c0}, row {c1}) -> CTA {dst_cta.rank_text()} "
                                  f"{dst_cta.smem.name_of(dst_off)} signalling {bar.name} (issued by {thread})")
         self.tmap, self.cta, self.off, self.c0, self.c1, self.bar = tmap, dst_cta, dst_off, c0, c1, bar
+        self.phase = bar.completed  # the phase its bytes count towards (a report's cause: completed_early)
         tmap.check_box_start(c0, c1, f"TMA load issued by {thread}")
         bar.require_fenced(f"the TMA load issued by {thread}")
         self.addrs = tmap.smem_addresses(dst_off)
@@ -166,7 +167,7 @@ class TmaStore(AsyncOp):
         self.lo, self.hi = int(self.addrs.min()), int(self.addrs.max()) + 1
         smem = thread.cta.smem
         smem.check(self.lo, self.hi - self.lo, "TMA store source")
-        smem.check_fenced(self.lo, self.hi, f"the TMA store issued by {thread}")
+        smem.check_fenced(self.lo, self.hi, f"the TMA store issued by {thread}", thread)
         self.site = site(1)
         self.slot, self.vc = thread.warp.clock.async_op(BULK)
         smem.touch_async(self.addrs, False, self.slot, self.vc, self.site,
