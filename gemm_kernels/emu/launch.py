@@ -7,7 +7,7 @@ from collections import defaultdict
 import numpy as np
 
 from ..trace import Trace
-from . import context
+from . import context, costmodel
 from .deadlock import deadlock_cause
 from .errors import CtaGroupMix
 from .machine import Cluster, _ranges
@@ -24,7 +24,8 @@ def _dim3(v):
 
 
 class Launch:
-    def __init__(self, grid, block, cluster, shared_bytes, policy, seed, trace, names, timing=False):
+    def __init__(self, grid, block, cluster, shared_bytes, policy, seed, trace, names, timing=False, costs=None):
+        self.costs = costmodel.DEFAULT if costs is None else costs  # the virtual clock's unit costs
         self.timing = timing  # timing mode (gemm_kernels.perf): skip numerics and data copies, keep the clock
         self.grid = _dim3(grid)
         self.block = _dim3(block)
@@ -95,7 +96,7 @@ class Launch:
 
 
 def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy="lazy", seed=0,
-        trace=False, names=None, tensor_maps=None, timing=False, only_clusters=None):
+        trace=False, names=None, tensor_maps=None, timing=False, only_clusters=None, costs=None):
     """Run ``kernel`` (a ``numba.cuda.jit`` kernel or its Python function) on the emulator.
 
     ``args`` are numpy arrays (global memory) and integers, as the kernel receives them.
@@ -103,8 +104,9 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     ``tensor_maps``: {address: TensorMapModel} for kernels that take tensor-map addresses.
     Returns the Launch (``.trace`` holds the events when ``trace=True``).
     ``timing``/``only_clusters``: gemm_kernels.perf's timing mode (no values) and the clusters it runs.
+    ``costs``: the virtual clock's unit costs (``emu.costmodel.Costs``; default ``costmodel.DEFAULT``).
     """
-    launch = Launch(grid, block, cluster, shared_bytes, policy, seed, trace, names, timing)
+    launch = Launch(grid, block, cluster, shared_bytes, policy, seed, trace, names, timing, costs)
     if tensor_maps:
         launch.tensor_maps.update(tensor_maps)
     fn = kernel_function(kernel)

@@ -119,7 +119,7 @@ def _wait(bar_addr, parity, scope):
     t.scheduler.block(bar, lambda: bar.phase_done(parity),
                       lambda: f"on {bar.describe()}; waiting for parity {parity}{bar.lapped(t, parity)}")
     done_at = bar.consume(t, parity)
-    t.clock = max(t.clock, done_at + costmodel.BARRIER_LATENCY_CYCLES)
+    t.clock = max(t.clock, done_at + costmodel.of(t).barrier_latency_cycles)
     if t.lane == 0:
         t.event(_role(t), "wait", start, t.clock, barrier=bar.name, phase=bar.completed - 1)
     return 1
