@@ -107,6 +107,20 @@ def show_performance(chapter, depths=None):
     return rows
 
 
+def verdicts(chapter, depths=None):
+    """One sentence per published figure of the chapter's design: whether the model's range
+    (of our kernel configured as that design) includes it, and if not, on which side it lies."""
+    out = []
+    for d, s, r, p in performance_rows(chapter, depths):
+        if p is None:
+            continue
+        where = f"{s}^3" + ("" if d is None else f", depth {d}")
+        held = " (held out)" if (chapter, s) in HELD_OUT else ""
+        design = "" if r.get("tmem_cols") is None else f", our kernel as a {r['tmem_cols']}-column design"
+        out.append(f"{where}{design}: {verdict(r, p, f'the published figure{held}')}.")
+    return out
+
+
 def limit_sentence(chapter, size=8192, depth=None):
     """The model's account of what limits the chapter at size^3, as a sentence."""
     r = lookup(load(), chapter, size, depth)

@@ -5,8 +5,10 @@ unit that limits it, and the range the parameters' sourced ranges give. A MODEL,
     from gemm_kernels.perf.model import predict
     p = predict(9, 8192, 8192, 8192)        # p.tflops, p.tflops_low, p.tflops_high, p.bottleneck
 
-The parameters come in as ``values`` (params.Values: NOMINAL by default); the range is the model
-run at the parameters' pessimistic and optimistic ends (params.PESSIMISTIC / OPTIMISTIC).
+The parameters come in as ``values`` (params.Values: NOMINAL by default). The range: the model is
+run with each ranged parameter at each end of its sourced range, the others at their values; the
+effects (log ratios to the figure) that lower the figure are added as independent errors
+(root-sum-square) into ``tflops_low``, those that raise it into ``tflops_high``.
 
 Speed: a share is a fill, T identical tiles and a drain, and each tile a fill, K/64 identical
 k-blocks and an epilogue, so once the ring is steady its span is linear in T and in K. The model
@@ -19,7 +21,7 @@ import time
 from dataclasses import dataclass, replace
 
 from . import chip
-from .params import NOMINAL, OPTIMISTIC, PESSIMISTIC
+from .params import NOMINAL, PARAMS, RANGED
 
 #: Below this utilisation no unit is called the bottleneck: the SM mostly waits (latency, fill,
 #: handoffs that do not overlap). A reading aid for the table, not a model parameter.
@@ -54,8 +56,9 @@ class Prediction:
     share_span_cycles: float
     wall_s: float  # how long the model took on this machine
     share: object = None
-    tflops_low: float | None = None  # the model at the parameters' pessimistic ends
-    tflops_high: float | None = None  # ... and at their optimistic ends
+    tflops_low: float | None = None  # the range from the parameters' ranges (root-sum-square of their effects)
+    tflops_high: float | None = None
+    effects: dict | None = None  # parameter -> (log ratio at its pessimistic end, at its optimistic end)
     harness: str = "back-to-back"
     tmem_cols: int | None = None  # a design's TMEM allocation, where it differs from the chapter's
 
@@ -130,22 +133,31 @@ def steady_points(chapter, k, tiles_full, persistent, depth, *, always=False):
     return ts, ks
 
 
-def _share(chapter, m, n, k, cfg, costs, tiles_full, persistent, exact, keep_trace, sms):
+def _share(chapter, m, n, k, cfg, costs, tiles_full, geo, exact, keep_trace, sms):
     """One SM's share of the full problem: run as it is (``exact``, or where that is as cheap), or
     extrapolated from the short runs of ``steady_points``: linearly in the tiles (each tile after
-    the first adds the same time) and in K (each k-block adds the same time to every tile)."""
+    the first adds the same time) and in K (each k-block adds the same time to every tile).
+
+    The short runs use the smallest problem that gives cluster 0 the same work: t tiles of one
+    tile row (timing mode has no values, and a tile's cost does not depend on where it lies), so
+    the runs of one chapter and depth are shared by every size whose SMs see the same feed."""
     from .share import run_share
 
+    persistent = geo.persistent
     points = None if exact or keep_trace else steady_points(chapter, k, tiles_full, persistent, cfg.get("pipe_depth"),
                                                             always=exact is False)
     if points is None:
         return run_share(chapter, m, n, k, sm_count=sms, keep_trace=keep_trace, costs=costs, **cfg)
     ts, ks = points
-    tiles = (lambda t: t) if persistent else (lambda t: None)
-    base = run_share(chapter, m, n, ks[0], sm_count=sms, costs=costs, tiles=tiles(ts[0]), **cfg)
-    more_t = run_share(chapter, m, n, ks[0], sm_count=sms, costs=costs, tiles=ts[1], **cfg) if len(ts) == 2 else base
-    more_k = run_share(chapter, m, n, ks[1], sm_count=sms, costs=costs, tiles=tiles(ts[0]), **cfg) if len(ks) == 2 \
-        else base
+
+    def run(t, kk):
+        if persistent:
+            return run_share(chapter, geo.tile_m * t, geo.tile_n, kk, sm_count=sms, costs=costs, tiles=t, **cfg)
+        return run_share(chapter, geo.tile_m, geo.tile_n, kk, sm_count=sms, costs=costs, **cfg)
+
+    base = run(ts[0], ks[0])
+    more_t = run(ts[1], ks[0]) if len(ts) == 2 else base
+    more_k = run(ts[0], ks[1]) if len(ks) == 2 else base
     ft = (tiles_full - ts[0]) / (ts[1] - ts[0]) if len(ts) == 2 else 0.0
     fk = (k - ks[0]) / (ks[1] - ks[0]) if len(ks) == 2 else 0.0
     n_tiles = tiles_full if persistent else 1
@@ -171,12 +183,22 @@ def predict(chapter, m, n, k, pipe_depth=None, *, values=None, with_range=True, 
         raise ValueError(f"harness must be one of {HARNESSES}, got {harness!r}")
     t_wall = time.perf_counter()
     kw = dict(harness=harness, tmem_cols=tmem_cols, exact=exact)
-    nominal = _predict(chapter, m, n, k, pipe_depth, NOMINAL if values is None else values, keep_trace=keep_trace, **kw)
+    values = NOMINAL if values is None else values
+    nominal = _predict(chapter, m, n, k, pipe_depth, values, keep_trace=keep_trace, **kw)
     if with_range:
-        low = _predict(chapter, m, n, k, pipe_depth, PESSIMISTIC, **kw)
-        high = _predict(chapter, m, n, k, pipe_depth, OPTIMISTIC, **kw)
-        nominal = replace(nominal, tflops_low=min(low.tflops, nominal.tflops),
-                          tflops_high=max(high.tflops, nominal.tflops))
+        effects = {}
+        for name in RANGED:
+            if name == "launch_overhead_us" and harness != "single" or name == "launch_gap_us" and harness == "single":
+                continue
+            p = PARAMS[name]
+            ends = [values.with_(**{name: end}) for end in (p.pessimistic, p.optimistic)]
+            effects[name] = tuple(0.0 if v == values else
+                                  math.log(_predict(chapter, m, n, k, pipe_depth, v, **kw).tflops / nominal.tflops)
+                                  for v in ends)
+        down = math.sqrt(sum(min(0.0, *e) ** 2 for e in effects.values()))
+        up = math.sqrt(sum(max(0.0, *e) ** 2 for e in effects.values()))
+        nominal = replace(nominal, tflops_low=nominal.tflops * math.exp(-down), tflops_high=nominal.tflops * math.exp(up),
+                          effects=effects)
     return replace(nominal, wall_s=time.perf_counter() - t_wall)
 
 
@@ -196,8 +218,7 @@ def _predict(chapter, m, n, k, pipe_depth, values, *, harness, tmem_cols, exact,
         traffic = chip.l2_traffic(order, geo, k, concurrent, values=values)
         active = min(sms, concurrent * geo.ctas_per_unit)
         feed = chip.tma_feed(traffic, active, values)
-        share = _share(chapter, m, n, k, cfg, costs_for(values, feed), per_unit, geo.persistent, exact, keep_trace,
-                       sms)
+        share = _share(chapter, m, n, k, cfg, costs_for(values, feed), per_unit, geo, exact, keep_trace, sms)
         cols = share.tmem_cols if tmem_cols is None else tmem_cols
         new_occ = 1 if geo.persistent else chip.occupancy(share.shared_bytes, share.threads, cols, values)
         if new_occ == occ:

@@ -7,8 +7,10 @@ calibration set (calibration.py) inside the range its sources allow, and says so
 per-chapter or per-size factor anywhere in the model.
 
 Each entry: value, unit, (low, high) the sources span, source. ``low``/``high`` are the parameter's
-own ends; ``pessimistic``/``optimistic`` give the ends that make a kernel slower or faster, from
-which every prediction's range is computed (model.predict_range)."""
+own ends; ``pessimistic``/``optimistic`` give the ends that make a kernel slower or faster. A
+prediction's range (model.predict) moves one parameter at a time to each end and adds the effects
+as independent errors (root-sum-square of the log ratios); the corners PESSIMISTIC and OPTIMISTIC,
+every parameter at once, bound it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -47,13 +49,16 @@ POWER = ("no sustained B200 GEMM clock is published. Analogues: an H200 at 700 W
 PARAMS = {
     "sm_count": Param(148, "SMs", 148, 148, f"{QUERY}; {CC}: 74 SMs per die, two dies"),
     "clock_ghz": Param(
-        1.40, "GHz", 1.33, 1.80,
-        f"the SM clock a long GEMM sustains under the board's power limit. {POWER}. High end: {TS}, Table 3, "
-        f"an MMA-only microbenchmark (no memory traffic, so the least power) reaches 2185 TFLOP/s = 148 x 8192 x "
-        f"1.80 GHz. Low end: the best published cuBLAS fp16 figure on a B200, 1610 TFLOP/s at 8192^3 (NVIDIA "
-        f"Tilus, perf/peers.py), needs at least 1610 / (148 x 8192) = 1.33 GHz. Value: that cuBLAS figure at "
-        f"the tensor-core utilisation the model finds for the same design (chapter 9, 95%): 1610 / (0.95 x 148 "
-        f"x 8192) = 1.40 GHz, the only published throughput of a tuned GEMM on this chip", faster="high"),
+        1.40, "GHz", 1.33, 1.61,
+        f"the SM clock a long GEMM sustains under the board's power limit. {POWER}. Value: the best published "
+        f"cuBLAS fp16 figure on a B200, 1610 TFLOP/s at 8192^3 (NVIDIA Tilus, perf/peers.py), at the tensor-core "
+        f"utilisation the model finds for the same design (chapter 9, about 95%): 1610 / (0.95 x 148 x 8192) = "
+        f"1.40 GHz. Low end: that figure at a fully busy tensor core, 1610 / (148 x 8192) = 1.33 GHz (no lower "
+        f"clock is consistent with it). High end: the H200 analogue, a board at its power limit holding 82% of "
+        f"its boost clock (1500 of 1830 MHz), applied to the B200's 1.965 GHz boost (ByteDance-Seed/VeOmni PR "
+        f"#986): 1.61 GHz. Not the range: {TS}, Table 3, an MMA-only microbenchmark (no memory traffic, the "
+        f"least power) reaches 2185 TFLOP/s = 1.80 GHz, a ceiling for a workload that draws less power than a "
+        f"GEMM", faster="high"),
     "mma_flop_per_cycle_sm": Param(
         8192, "FLOP/cycle/SM", 8192, 8192,
         f"ByteDance-Seed/VeOmni PR #986 (8192 dense fp16 FLOP/cycle/SM); {SPEC} / 148 SMs at 1.86 GHz; the same "
@@ -87,13 +92,14 @@ PARAMS = {
         f"there is; high end: the writes have a port of their own (128 + 128). The value is the range's "
         f"geometric middle: no source says how far the writes compete", faster="high"),
     "tma_l2_latency_cycles": Param(
-        1000, "cycles", 700, 1450,
-        f"latency of a TMA tile load served by L2 while every SM streams (issue to the first byte). Set on the "
-        f"calibration set (tools/calibrate_perf.py) inside the range the sources allow: {SA}: TMA bandwidth keeps "
-        f"rising up to 128 KiB in flight per SM, so by Little's law the loaded latency is at most 128 KiB / 90 "
-        f"B/cycle (an SM's L2 share) = 1450 cycles; low end: the unloaded L2 hit ({CC}: about 150 ns = 280 "
-        f"cycles at 1.86 GHz) plus the queueing of a 32 KiB stage behind the other SMs' at that share (360 "
-        f"cycles) = 640, rounded to 700", faster="low"),
+        600, "cycles", 400, 800,
+        f"latency of a TMA tile load served by L2 while every SM streams (issue to the first byte). CALIBRATED "
+        f"on the calibration set (tools/calibrate_perf.py: rms log error 0.200 at 400 cycles, 0.178 at 500, "
+        f"0.170 at 600, 0.175 at 700, 0.221 at 900); the range is the latencies whose error stays within 0.03 "
+        f"of the best. It lies inside the bounds the sources allow: at least the unloaded L2 hit ({CC}: about "
+        f"150 ns = 280 cycles), at most 128 KiB in flight over an SM's L2 share of about 90 B/cycle = 1450 "
+        f"cycles ({SA}: TMA bandwidth keeps rising up to 128 KiB in flight per SM; Little's law)",
+        faster="low"),
     "die_crossing_cycles": Param(300, "cycles", 300, 300,
                                  f"{SA}: about 300 extra cycles die to die; half of all loads cross"),
     "launch_gap_us": Param(
@@ -115,6 +121,9 @@ PARAMS = {
     "threads_per_sm": Param(2048, "threads", 2048, 2048, "CUDA C++ Programming Guide, compute capability 10.0"),
     "tmem_cols_per_sm": Param(512, "columns", 512, 512, "PTX ISA 8.7, tensor memory: 128 lanes x 512 columns"),
 }
+
+#: NVIDIA's datasheet dense fp16 figure, TFLOP/s (SPEC): at 1.86 GHz, a clock a long GEMM does not sustain
+DATASHEET_TFLOPS = 2250
 
 #: the parameters whose sourced ranges give each prediction its range
 RANGED = tuple(k for k, p in PARAMS.items() if p.faster)
