@@ -25,12 +25,13 @@ def test_no_stored_prediction_above_the_sustained_peak():
 def test_no_design_above_the_best_published_cublas():
     """cuBLAS uses every mechanism our chapters have (two-CTA MMAs, deep rings, overlapped
     epilogues), so the model names none that would let a chapter beat it: no nominal figure at a
-    size where a peer published cuBLAS lies above that figure."""
+    size where a peer published cuBLAS lies above that figure (beyond the model's resolution). The
+    clock (params.py) is what holds the best design there."""
     checked = 0
     for r in predictions.load()["results"]:
         best = peers.best_cublas(r["m"]) if r["m"] == r["n"] == r["k"] else None
         if best is not None:
-            assert r["tflops"] <= best, (r["chapter"], r["m"], r["tflops"], best)
+            assert r["tflops"] <= best * (1 + RESOLUTION), (r["chapter"], r["m"], r["tflops"], best)
             checked += 1
     assert checked >= 10
 

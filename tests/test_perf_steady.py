@@ -12,12 +12,13 @@ CASES = [  # chapter, (M, N, K), depth, SMs: each extrapolates in both tiles and
     (6, (1024, 512, 1536), 2, 8),
     (7, (1024, 512, 2048), 4, 8),
     (8, (1024, 1024, 2048), 4, 4),
+    (8, (1024, 1024, 2048), 6, 4),
     (9, (2048, 512, 2048), 4, 4),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("chapter,shape,depth,sms", CASES, ids=[f"ch{c[0]}" for c in CASES])
+@pytest.mark.parametrize("chapter,shape,depth,sms", CASES, ids=[f"ch{c[0]}-depth{c[2]}" for c in CASES])
 def test_extrapolation_matches_the_full_run(chapter, shape, depth, sms):
     values = params.NOMINAL.with_(sm_count=sms)
     fast = predict(chapter, *shape, depth, values=values, with_range=False, exact=False)

@@ -49,14 +49,16 @@ POWER = ("no sustained B200 GEMM clock is published. Analogues: an H200 at 700 W
 PARAMS = {
     "sm_count": Param(148, "SMs", 148, 148, f"{QUERY}; {CC}: 74 SMs per die, two dies"),
     "clock_ghz": Param(
-        1.40, "GHz", 1.33, 1.61,
+        1.35, "GHz", 1.33, 1.61,
         f"the SM clock a long GEMM sustains under the board's power limit. {POWER}. Value: the best published "
-        f"cuBLAS fp16 figure on a B200, 1610 TFLOP/s at 8192^3 (NVIDIA Tilus, perf/peers.py), at the tensor-core "
-        f"utilisation the model finds for the same design (chapter 9, about 95%): 1610 / (0.95 x 148 x 8192) = "
-        f"1.40 GHz. Low end: that figure at a fully busy tensor core, 1610 / (148 x 8192) = 1.33 GHz (no lower "
-        f"clock is consistent with it). High end: the H200 analogue, a board at its power limit holding 82% of "
-        f"its boost clock (1500 of 1830 MHz), applied to the B200's 1.965 GHz boost (ByteDance-Seed/VeOmni PR "
-        f"#986): 1.61 GHz. Not the range: {TS}, Table 3, an MMA-only microbenchmark (no memory traffic, the "
+        f"cuBLAS fp16 figure on a B200, 1610 TFLOP/s at 8192^3 (NVIDIA Tilus, perf/peers.py), taking cuBLAS to "
+        f"keep the tensor core as busy as the model's best design there (chapter 8, about 98%; cuBLAS has every "
+        f"mechanism our chapters have): 1610 / (0.98 x 148 x 8192) = 1.35 GHz. Low end: that figure at a fully "
+        f"busy tensor core, 1610 / (148 x 8192) = 1.33 GHz (no lower clock is consistent with it); the value "
+        f"sits near it because the model's best design is nearly fully busy. High end: the H200 analogue, a "
+        f"board at its power limit holding 82% of its boost clock (1500 of 1830 MHz), applied to the B200's "
+        f"1.965 GHz boost (ByteDance-Seed/VeOmni PR #986): 1.61 GHz, for the case that cuBLAS is less busy than "
+        f"the model's design. Not the range: {TS}, Table 3, an MMA-only microbenchmark (no memory traffic, the "
         f"least power) reaches 2185 TFLOP/s = 1.80 GHz, a ceiling for a workload that draws less power than a "
         f"GEMM", faster="high"),
     "mma_flop_per_cycle_sm": Param(
