@@ -77,12 +77,20 @@ def test_the_depth_gain_comes_from_the_tma_latency():
 
 
 def test_the_ladder_climbs_in_the_published_order():
-    """At 8192^3 the model's figures rise along the published ladder's steps: persistent (depth 2),
-    warp-specialised depth 2, depth 4, two CTAs, two consumers."""
+    """At 8192^3 the model's figures rise along the published ladder's steps up to the two-CTA step:
+    persistent (depth 2), warp-specialised depth 2, depth 4 (latency hidden: shared memory then
+    limits), two CTAs (half the shared-memory and L2 bytes per FLOP: the tensor core limits). Step 9
+    adds no unit the model can relieve: both pair steps keep the tensor core nearly busy, so the
+    model puts them within a few percent of each other (the published ladder has step 9 ahead;
+    the model does not reproduce that gain, and the book says so)."""
     data = predictions.load()
-    steps = [(6, 2), (7, 2), (7, 4), (8, None), (9, None)]
-    figures = [predictions.lookup(data, c, 8192, d)["tflops"] for c, d in steps]
-    assert figures[1:3] == sorted(figures[1:3]) and figures[2:] == sorted(figures[2:]), figures
+    steps = [(6, 2), (7, 2), (7, 4), (8, None)]
+    rows = [predictions.lookup(data, c, 8192, d) for c, d in steps]
+    figures = [r["tflops"] for r in rows]
+    assert figures == sorted(figures), figures
+    assert [r["bottleneck"] for r in rows[2:]] == ["shared memory", "tensor core"]
+    r9 = predictions.lookup(data, 9, 8192)
+    assert r9["bottleneck"] == "tensor core" and abs(r9["tflops"] / rows[-1]["tflops"] - 1) < 0.05
 
 
 @pytest.mark.parametrize("chapter,size", [(5, 1024), (6, 1024), (7, 2048), (8, 1024)])
