@@ -35,7 +35,7 @@ class BarrierLog:
     def add(self, cycles, bar, what, value):
         from .emu import costmodel
 
-        self.changes.append((costmodel.cycles_to_ns(cycles), len(self.changes), (bar.cta.linear, bar.name),
+        self.changes.append((costmodel.of(bar.cta).cycles_to_ns(cycles), len(self.changes), (bar.cta.linear, bar.name),
                              what, int(value)))
 
 

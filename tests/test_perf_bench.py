@@ -5,9 +5,9 @@ import sys
 
 from gemm_kernels import perf
 
-ROW_KEYS = {"chapter", "m", "n", "k", "pipe_depth", "tflops", "kind", "bottleneck", "util_tensor_core", "util_tma",
-            "util_l2_hbm"}
-UNITS = {"tensor core", "TMA", "L2", "HBM", "latency", "launch overhead"}
+ROW_KEYS = {"chapter", "m", "n", "k", "pipe_depth", "tflops", "tflops_low", "tflops_high", "kind", "bottleneck",
+            "util_tensor_core", "util_tma", "util_smem", "util_l2_hbm"}
+UNITS = {"tensor core", "TMA", "L2", "HBM", "shared memory", "latency", "launch overhead"}
 
 
 def test_bench_model_json_contract(tmp_path):
@@ -16,7 +16,7 @@ def test_bench_model_json_contract(tmp_path):
                           "--sizes", "512,1024", "--pipe-depth", "2,4", "--json", str(out)],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("MODEL:") and perf.MODEL_LABEL in res.stdout
+    assert res.stdout.startswith("MODEL:") and perf.MODEL_LABEL in res.stdout and "MODEL TFLOP/s (range)" in res.stdout
     data = json.loads(out.read_text())
     assert data["kind"] == "model" and data["model"] is True and data["label"].startswith("MODEL")
     rows = data["results"]
@@ -28,7 +28,8 @@ def test_bench_model_json_contract(tmp_path):
         assert ROW_KEYS <= set(r), ROW_KEYS - set(r)
         assert r["kind"] == "model" and r["m"] == r["n"] == r["k"]
         assert r["bottleneck"] in UNITS
-        assert 0 < r["tflops"] and all(0 <= r[u] <= 1.0 for u in ("util_tensor_core", "util_tma"))
+        assert 0 < r["tflops_low"] <= r["tflops"] <= r["tflops_high"]
+        assert all(0 <= r[u] <= 1.0 for u in ("util_tensor_core", "util_tma", "util_smem"))
         assert r["util_l2_hbm"] >= 0
     assert {p["name"] for p in data["parameters"]} >= {"sm_count", "clock_ghz", "hbm_bytes_per_s"}
     assert all(p["source"] for p in data["parameters"])

@@ -1,33 +1,32 @@
-"""Search the two calibrated parameters of the B200 model (gemm_kernels.perf.params: the TMA's
-latency under load and the SM's TMA port bandwidth) inside the ranges their sources give, on the
-calibration set only (gemm_kernels.perf.calibration), minimising the rms log error. Prints the grid
-and the best point; the values are then written into params.py by hand, with this as the record.
+"""Set the one calibrated parameter of the B200 model (gemm_kernels.perf.params: the TMA's latency
+under load) inside the range its sources give, on the calibration set only
+(gemm_kernels.perf.calibration), minimising the rms log error at the other parameters' nominal
+values. Prints the grid and the best point; the value is then written into params.py by hand, with
+this as the record.
 
-    PYTHONPATH=$PWD python tools/calibrate_perf.py
+    PYTHONPATH=$PWD python tools/calibrate_perf.py [latency ...]
 """
 import sys
 
 from gemm_kernels.perf import calibration, params
 
 
-def main():
-    # a first pass over (280, 700) x (47, 56, 64, 80, 128) found the error growing with the port
-    # bandwidth at every latency; this grid refines the low-bandwidth, long-latency corner
-    grid = [(lat, bw) for lat in (900, 1100, 1300, 1600, 2048) for bw in (47, 56)] + [(1000, 64), (1300, 64)]
+def main(argv):
+    p = params.PARAMS["tma_l2_latency_cycles"]
+    grid = [float(x) for x in argv] or [p.low + i * (p.high - p.low) / 5 for i in range(6)]
     best = None
-    for lat, bw in grid:
-        with params.overridden(tma_l2_latency_cycles=lat, tma_port_bytes_per_cycle_sm=bw,
-                               l2_bytes_per_cycle_total=148 * bw):
-            rows = calibration.evaluate()
+    for lat in grid:
+        rows = calibration.evaluate(with_range=False, values=params.NOMINAL.with_(tma_l2_latency_cycles=lat))
         mean, rms, worst = calibration.summary(rows)
-        print(f"latency {lat:5d}  port {bw:4d} B/cycle: mean |err| {100 * mean:5.1f}%  rms log {rms:.3f}  "
-              f"worst {100 * worst:5.1f}%", flush=True)
+        s = calibration.scores(rows)
+        print(f"latency {lat:6.0f} cycles: rms log {rms:.3f}  median {s['median']:.2f}x  within 1.35x "
+              f"{100 * s['within_1_35']:.0f}%  worst {s['worst']:.2f}x", flush=True)
         if best is None or rms < best[0]:
-            best = (rms, lat, bw, rows)
-    rms, lat, bw, rows = best
-    print(f"\nbest: latency {lat} cycles, port {bw} B/cycle (rms log {rms:.3f})")
+            best = (rms, lat, rows)
+    rms, lat, rows = best
+    print(f"\nbest: latency {lat:.0f} cycles (rms log {rms:.3f})")
     print(calibration.table(rows))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

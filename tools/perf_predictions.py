@@ -1,5 +1,6 @@
-"""Compute the B200 model's predictions that the book shows (and the calibration set) and write
-gemm_kernels/perf/predictions.json with the fingerprint of what they depend on.
+"""Compute the B200 model's predictions that the book shows (and the calibration set, each point as
+its published design) with their ranges, and write gemm_kernels/perf/predictions.json with the
+fingerprint of what they depend on.
 
     PYTHONPATH=$PWD python tools/perf_predictions.py
 """
@@ -14,20 +15,21 @@ from gemm_kernels.perf.model import predict
 
 def main():
     t0 = time.perf_counter()
+
     def depth(c, d):  # None: the chapter's default depth (so each point is computed once)
         return d if d is not None else CHAPTERS[c].config.get("pipe_depth")
 
-    wanted = {(c, s, depth(c, d)) for c, d in predictions.BOOK_RUNGS for s in predictions.BOOK_SIZES}
-    wanted |= {(p.chapter, p.size, depth(p.chapter, p.pipe_depth)) for p in calibration.CALIBRATION}
+    wanted = {(c, s, depth(c, d), None) for c, d in predictions.BOOK_RUNGS for s in predictions.BOOK_SIZES}
+    wanted |= {(p.chapter, p.size, depth(p.chapter, p.pipe_depth), p.tmem_cols) for p in calibration.CALIBRATION}
     rows = []
-    for c, s, d in sorted(wanted, key=lambda x: (x[0], x[1], x[2] or 0)):
-        pred = predict(c, s, s, s, d)
+    for c, s, d, cols in sorted(wanted, key=lambda x: (x[0], x[1], x[2] or 0, x[3] or 0)):
+        pred = predict(c, s, s, s, d, tmem_cols=cols)
         rows.append(bench.row(pred))
-        print(f"chapter {c} depth {d} {s}^3: {pred.tflops:.0f} TFLOP/s ({pred.bottleneck}, {pred.wall_s:.1f} s)",
-              flush=True)
+        print(f"chapter {c} depth {d}{'' if cols is None else f' as a {cols}-column design'} {s}^3: "
+              f"{pred.range_text} TFLOP/s ({pred.bottleneck}, {pred.wall_s:.1f} s)", flush=True)
     report = {"kind": "model", "model": True, "label": bench.MODEL_LABEL, "fingerprint": predictions.fingerprint(),
               "results": rows, "seconds": round(time.perf_counter() - t0, 1)}
-    cal = calibration.evaluate(predict=lambda c, m, n, k, d: Stored(report, c, m, d))
+    cal = calibration.evaluate(predict=lambda c, m, n, k, d, cols: Stored(report, c, m, d, cols))
     print(calibration.table(cal))
     bench.write_json(report, predictions.PATH)
     print(f"wrote {predictions.PATH} in {report['seconds']} s")

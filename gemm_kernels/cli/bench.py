@@ -1,6 +1,9 @@
 """``bench``: TFLOP/s of each chapter beside cuBLAS, by the published protocol (gemm_kernels.bench).
 
     python -m gemm_kernels bench [--chapters 1-9] [--sizes 2048,4096,8192] [--json FILE] [--plot FILE]
+
+On a B200, ``--json F`` also writes F's stem + ``-vs-model.md``: your figures beside the model's
+ranges and the published figures, and what the differences say about the model's parameters.
     python -m gemm_kernels bench --backend emulator --chapters 1,4,7   # the emulator's MODEL, labelled so
 
 Without a B200 it refuses (exit 2) unless ``--backend emulator``. ``--cublas-only`` times cuBLAS
@@ -90,6 +93,9 @@ def run(args) -> int:
     if args.json:
         bench.write_json(rep, args.json)
         print(f"wrote {args.json}")
+        if rep.kind == "measurement" and not args.cublas_only:  # your figures beside the model's ranges (issue 22)
+            from gemm_kernels.perf.yours import write_page
+            print(f"wrote {write_page(rep, args.json)}")
     if args.plot:
         bench.plot(rep, args.plot)
         print(f"wrote {args.plot}")

@@ -121,7 +121,7 @@ class ClcRequest(AsyncOp):
         self.cancelled = unit.cancel_for(cta.cluster.index)
         self.data = unit.response(self.cancelled)
         self.slot, self.vc = thread.warp.clock.async_op(TMA)
-        self.end = thread.clock + costmodel.TMA_LATENCY_CYCLES  # a stand-in: an L2 round trip (not calibrated)
+        self.end = thread.clock + costmodel.of(thread).tma_latency_cycles  # a stand-in: an L2 round trip (not calibrated)
         addrs = np.arange(resp_off, resp_off + RESPONSE_BYTES)
         for c in self.ctas:
             c.smem.check(resp_off, RESPONSE_BYTES, "try_cancel response")

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..trace import Trace
-from . import context
+from . import context, costmodel
 from .deadlock import count_cause, deadlock_cause
 from .errors import ArrivalMismatch, CtaGroupMix
 from .machine import Cluster, _ranges
@@ -25,7 +25,8 @@ def _dim3(v):
 
 
 class Launch:
-    def __init__(self, grid, block, cluster, shared_bytes, policy, seed, trace, names, timing=False):
+    def __init__(self, grid, block, cluster, shared_bytes, policy, seed, trace, names, timing=False, costs=None):
+        self.costs = costmodel.DEFAULT if costs is None else costs  # the virtual clock's unit costs
         self.timing = timing  # timing mode (gemm_kernels.perf): skip numerics and data copies, keep the clock
         self.grid = _dim3(grid)
         self.block = _dim3(block)
@@ -170,7 +171,8 @@ def _run_on_sms(launch, fn, args, nthreads, sms, policy, seed, only_clusters):
 
 
 def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy="lazy", seed=0,
-        trace=False, names=None, tensor_maps=None, timing=False, only_clusters=None, sms=None, resident=None):
+        trace=False, names=None, tensor_maps=None, timing=False, only_clusters=None, sms=None, resident=None,
+        costs=None):
     """Run ``kernel`` (a ``numba.cuda.jit`` kernel or its Python function) on the emulator.
 
     ``args`` are numpy arrays (global memory) and integers, as the kernel receives them.
@@ -181,12 +183,13 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     ``sms``: place the CTAs on this many SMs sharing TMEM (default: ``on_sms``'s, else one SM each).
     ``resident``: a launch for cluster launch control (emu/clc.py): that many clusters run at once and
     the others wait to be launched; a cluster cancelled by a try_cancel never starts.
+    ``costs``: the virtual clock's unit costs (``emu.costmodel.Costs``; default ``costmodel.DEFAULT``).
     """
     sms = sms if sms is not None else _placement["sms"]
     if sms is not None and resident is not None:
         raise ValueError("run: sms (CTAs sharing an SM's TMEM) and resident (cluster launch control) "
                          "are separate placements; give one of them")
-    launch = Launch(grid, block, cluster, shared_bytes, policy, seed, trace, names, timing)
+    launch = Launch(grid, block, cluster, shared_bytes, policy, seed, trace, names, timing, costs)
     if tensor_maps:
         launch.tensor_maps.update(tensor_maps)
     if resident is not None:

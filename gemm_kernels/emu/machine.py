@@ -212,15 +212,15 @@ class EmuThread:
         if self.global_start is not None:
             start, self.global_start = self.global_start, None
             if self.lane == 0 and self.launch.trace is not None:
-                self.launch.trace.add(lane=self.warp_role(), op="ld/st global", start=costmodel.cycles_to_ns(start),
-                                      end=costmodel.cycles_to_ns(self.clock), cta=self.cta.linear,
+                self.launch.trace.add(lane=self.warp_role(), op="ld/st global", start=costmodel.of(self).cycles_to_ns(start),
+                                      end=costmodel.of(self).cycles_to_ns(self.clock), cta=self.cta.linear,
                                       warp=self.warp.index)
 
     def event(self, lane, op, start, end, **kw):
         self.flush_global()
         tr = self.launch.trace
         if tr is not None:
-            tr.add(lane=lane, op=op, start=costmodel.cycles_to_ns(start), end=costmodel.cycles_to_ns(end),
+            tr.add(lane=lane, op=op, start=costmodel.of(self).cycles_to_ns(start), end=costmodel.of(self).cycles_to_ns(end),
                    cta=self.cta.linear, warp=self.warp.index, **kw)
 
 
@@ -434,7 +434,7 @@ class NamedBarrier(Waitable):
             for t in self.arrived:  # bar.sync orders every member's work before every member's later work
                 if t.warp.tc_lanes:
                     t.warp.tc_lanes.pop(t.lane, None)
-            self.release_clock = self.clock + costmodel.BARRIER_LATENCY_CYCLES
+            self.release_clock = self.clock + costmodel.of(self.cta).barrier_latency_cycles
             self.released[self.generation] = self.sp
             self.released.pop(self.generation - 8, None)
             self.sp = SyncPoint()
@@ -617,7 +617,7 @@ class Cluster(Waitable):
                     w.tc_lanes.clear()
             self.bar_generation += 1
             self.bar_arrived = 0
-            self.release_clock = self.bar_clock + costmodel.BARRIER_LATENCY_CYCLES
+            self.release_clock = self.bar_clock + costmodel.of(self).barrier_latency_cycles
             self.notify()
 
     def cluster_wait(self, thread):

@@ -547,7 +547,9 @@ def _charge(arr, key, load):
     t = _current_thread()
     if t is None:
         return
-    from .costmodel import GLOBAL_ACCESS_CYCLES, GLOBAL_LATENCY_CYCLES
+    from .costmodel import of
+
+    costs = of(t)
 
     n = 1
     if not (isinstance(key, tuple) and all(isinstance(k, (int, np.integer)) for k in key)) and not isinstance(
@@ -557,5 +559,5 @@ def _charge(arr, key, load):
     if t.global_start is None:
         t.global_start = t.clock
         if load:  # a thread waits for its loads' data, not for its stores to land
-            t.clock += GLOBAL_LATENCY_CYCLES
-    t.clock += GLOBAL_ACCESS_CYCLES * n
+            t.clock += costs.global_latency_cycles
+    t.clock += costs.global_access_cycles * n

@@ -171,13 +171,13 @@ class Mma(AsyncOp):
         leader = thread.cta
         self.start = max(thread.clock, getattr(leader, "tc_busy_until", 0.0))
         # each CTA's tensor core computes its own M/2 rows of a pair MMA, at the same time
-        self.end = self.start + costmodel.mma_cycles(self.m // len(ctas), self.n, 16)
+        self.end = self.start + costmodel.of(thread).mma_cycles(self.m // len(ctas), self.n, 16)
         leader.tc_busy_until = self.end
         thread.unretired_mma.append(self)
         tr = thread.launch.trace
         if tr is not None:
             tr.add(lane=f"CTA {leader.linear} tensor core" if thread.launch.multi_cta else "tensor core", op="mma",
-                   start=costmodel.cycles_to_ns(self.start), end=costmodel.cycles_to_ns(self.end), cta=leader.linear,
+                   start=costmodel.of(thread).cycles_to_ns(self.start), end=costmodel.of(thread).cycles_to_ns(self.end), cta=leader.linear,
                    flops=2 * self.m * self.n * 16,
                    extra={"ctas": [c.linear for c in ctas], "m": self.m, "n": self.n, "d_col": self.d_col,
                           "a": [c.smem.name_of(int(self.a_addr.min())) for c in ctas],

@@ -94,8 +94,8 @@ def tensor_map(thread, address):
 
 
 def _engine_time(cta, issue_clock, nbytes):
-    start = max(issue_clock + costmodel.TMA_LATENCY_CYCLES, getattr(cta, "tma_busy_until", 0.0))
-    end = start + costmodel.tma_cycles(nbytes)
+    start = max(issue_clock + costmodel.of(cta).tma_latency_cycles, getattr(cta, "tma_busy_until", 0.0))
+    end = start + costmodel.of(cta).tma_cycles(nbytes)
     cta.tma_busy_until = end
     return start, end
 
@@ -133,8 +133,8 @@ class TmaLoad(AsyncOp):
                      nbytes=tmap.box_bytes, extra={"bar_cta": bar.cta.linear})
         if thread.launch.trace is not None:
             thread.launch.trace.add(lane=f"CTA {thread.cta.linear} TMA" if thread.launch.multi_cta else "TMA unit",
-                                    op="tma.load", start=costmodel.cycles_to_ns(self.start),
-                                    end=costmodel.cycles_to_ns(self.end), cta=thread.cta.linear,
+                                    op="tma.load", start=costmodel.of(thread).cycles_to_ns(self.start),
+                                    end=costmodel.of(thread).cycles_to_ns(self.end), cta=thread.cta.linear,
                                     barrier=bar.name, nbytes=tmap.box_bytes, detail=label,
                                     extra={"bar_cta": bar.cta.linear, "map": tmap.name, "col": int(c0),
                                            "row": int(c1), "box": tmap.box, "into": dst_cta.linear,
@@ -177,8 +177,8 @@ class TmaStore(AsyncOp):
         self.waiters = thread.bulk_waitable
         if thread.launch.trace is not None:
             thread.launch.trace.add(lane=f"CTA {thread.cta.linear} TMA" if thread.launch.multi_cta else "TMA unit",
-                                    op="tma.store", start=costmodel.cycles_to_ns(self.start),
-                                    end=costmodel.cycles_to_ns(self.end), cta=thread.cta.linear,
+                                    op="tma.store", start=costmodel.of(thread).cycles_to_ns(self.start),
+                                    end=costmodel.of(thread).cycles_to_ns(self.end), cta=thread.cta.linear,
                                     nbytes=tmap.box_bytes)
 
     def execute(self):

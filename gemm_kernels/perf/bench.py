@@ -2,9 +2,12 @@
 labelled MODEL and as JSON; and the model's figure beside each measurement on a B200.
 
 JSON contract (``results`` rows): chapter, m, n, k, pipe_depth (null where the chapter has no
-depth), tflops, kind "model", bottleneck (the unit that limits the point, or "latency" / "launch
-overhead"), util_tensor_core, util_tma, util_l2_hbm (the larger of the L2 and HBM utilisations;
-util_l2 and util_hbm separately too), time_us, wall_s (how long the model took here)."""
+depth), tflops, tflops_low, tflops_high (the model at its parameters' pessimistic and optimistic
+ends), kind "model", bottleneck (the unit that limits the point, or "latency" / "launch overhead"),
+util_tensor_core, util_tma, util_smem, util_l2_hbm (the larger of the L2 and HBM utilisations;
+util_l2 and util_hbm separately too), time_us, harness, tmem_cols (null: the chapter as written;
+a number: compared as a published design with that TMEM allocation), wall_s (how long the model
+took here)."""
 from __future__ import annotations
 
 import datetime
@@ -35,10 +38,13 @@ def points(chapters, sizes, depths=(None,)):
 def row(pred):
     from .calibration import published
 
-    pub = published(pred.chapter, pred.m, pred.pipe_depth) if pred.m == pred.n == pred.k else None
+    pub = published(pred.chapter, pred.m, pred.pipe_depth, pred.tmem_cols) if pred.m == pred.n == pred.k else None
     return {"chapter": pred.chapter, "m": pred.m, "n": pred.n, "k": pred.k, "pipe_depth": pred.pipe_depth,
-            "tflops": round(pred.tflops, 1), "kind": "model", "bottleneck": pred.bottleneck,
+            "tmem_cols": pred.tmem_cols, "harness": pred.harness,
+            "tflops": round(pred.tflops, 1), "tflops_low": round(pred.tflops_low, 1),
+            "tflops_high": round(pred.tflops_high, 1), "kind": "model", "bottleneck": pred.bottleneck,
             "util_tensor_core": round(pred.util_tensor_core, 3), "util_tma": round(pred.util_tma, 3),
+            "util_smem": round(pred.util_smem, 3),
             "util_l2_hbm": round(max(pred.util_l2, pred.util_hbm), 3), "util_l2": round(pred.util_l2, 3),
             "util_hbm": round(pred.util_hbm, 3), "time_us": round(pred.time_us, 2),
             "tma_latency_cycles": round(pred.tma_latency_cycles), "tma_bytes_per_cycle": round(pred.tma_bytes_per_cycle, 1),
@@ -57,7 +63,7 @@ def run(chapters, sizes, depths=(None,), *, log=print):
     for c, s, d in points(chapters, sizes, depths):
         pred = predict(c, s, s, s, d)
         rows.append(row(pred))
-        log(f"model: chapter {c}{'' if d is None else f' depth {d}'} at {s}^3: {pred.tflops:.0f} TFLOP/s "
+        log(f"model: chapter {c}{'' if d is None else f' depth {d}'} at {s}^3: {pred.range_text} TFLOP/s "
             f"({pred.bottleneck}; {pred.wall_s:.1f} s)")
     return {"kind": "model", "model": True, "label": MODEL_LABEL,
             "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -72,14 +78,15 @@ def run(chapters, sizes, depths=(None,), *, log=print):
 
 def table(report):
     lines = [report["label"],
-             f"{'chapter':<8}{'depth':>6}{'size':>6}{'model TFLOP/s':>15}{'published*':>11}{'error':>7}  {'limited by':<16}"
-             f"{'TC':>5}{'TMA':>6}{'L2/HBM':>8}"]
+             f"{'chapter':<8}{'depth':>6}{'size':>6}{'MODEL TFLOP/s (range)':>23}{'published*':>11}{'error':>7}  "
+             f"{'limited by':<16}{'TC':>5}{'TMA':>6}{'L2/HBM':>8}"]
     lines.append("-" * len(lines[1]))
     for r in report["results"]:
         d = "-" if r["pipe_depth"] is None else str(r["pipe_depth"])
         p = r["published_tflops"]
         pub, err = ("", "") if p is None else (f"{p:.0f}", f"{100 * (r['tflops'] / p - 1):+.0f}%")
-        lines.append(f"{r['chapter']:<8}{d:>6}{r['m']:>6}{r['tflops']:>15.0f}{pub:>11}{err:>7}  {r['bottleneck']:<16}"
+        rng = f"{r['tflops']:.0f} ({r['tflops_low']:.0f}-{r['tflops_high']:.0f})"
+        lines.append(f"{r['chapter']:<8}{d:>6}{r['m']:>6}{rng:>23}{pub:>11}{err:>7}  {r['bottleneck']:<16}"
                      f"{r['util_tensor_core']:>5.2f}{r['util_tma']:>6.2f}{r['util_l2_hbm']:>8.2f}")
     lines.append("* published: CMU 15-442/642 TIRx assignment on a B200 (their kernels of the same design), "
                  "not ours. TC/TMA/L2/HBM: modelled utilisations.")
@@ -124,7 +131,7 @@ def beside_measurements(rep, *, log=print):
     from .model import predict
 
     lines = [f"beside each measurement, the {MODEL_LABEL}:",
-             f"{'kernel':<22}{'M':>6}{'measured':>10}{'model':>8}  limited by (model)"]
+             f"{'kernel':<22}{'M':>6}{'measured':>10}{'MODEL (range)':>18}  limited by (model)"]
     for r in rep.results:
         if r.chapter is None or r.chapter < 4:
             continue
@@ -132,5 +139,5 @@ def beside_measurements(rep, *, log=print):
         if "(depth " in r.name:
             depth = int(r.name.split("(depth ")[1].rstrip(")"))
         pred = predict(r.chapter, r.m, r.n, r.k, depth)
-        lines.append(f"{r.name:<22}{r.m:>6}{r.tflops:>10.0f}{pred.tflops:>8.0f}  {pred.bottleneck}")
+        lines.append(f"{r.name:<22}{r.m:>6}{r.tflops:>10.0f}{pred.range_text:>18}  {pred.bottleneck}")
     return "\n".join(lines)

@@ -1,16 +1,20 @@
 """What the chapters' Performance sections and book/benchmarking.md call: the model's stored
 predictions (``predictions.json``, kept current by a test) beside the published measurement of
 the same design, the model's account of what limits each step, and a steady-state window of a
-full-size run on the virtual clock. Every figure printed here says MODEL or whose measurement it is."""
+full-size run on the virtual clock. Every figure printed here says MODEL or whose measurement it is,
+and every model figure travels with its range (the parameters' sourced ranges, params.py)."""
 from __future__ import annotations
 
-from .calibration import SOURCE, published
+from .calibration import CALIBRATION, SOURCE
 from .predictions import BOOK_SIZES, load, lookup
 
 WHY = {
     "tensor core": "the tensor core is busy nearly all the time: the step reaches what its MMAs allow",
     "TMA": "the SM's TMA port is busy nearly all the time: a stage takes longer to arrive than its MMAs take",
-    "L2": "the L2's total bandwidth, shared by all SMs, is the limit",
+    "L2": "the L2's measured total bandwidth, shared by all SMs, is the limit: a stage takes longer to arrive "
+          "than its MMAs take",
+    "shared memory": "shared memory is busy nearly all the time: the TMA's writes and the tensor core's operand "
+                     "reads share its bandwidth",
     "HBM": "HBM bandwidth is the limit: the tile order re-reads operands that fell out of L2",
     "latency": "no unit is busy most of the time: the SM waits for loads that nothing overlaps",
     "launch overhead": "the kernel is so short that the launch itself is a large part of the time",
@@ -26,9 +30,37 @@ HELD_OUT = {(8, 8192): 1395, (9, 8192): 1510}
 class Stored:
     """A stored prediction in the shape calibration.evaluate expects."""
 
-    def __init__(self, data, chapter, size, depth):
-        r = lookup(data, chapter, size, depth)
+    def __init__(self, data, chapter, size, depth, tmem_cols=None):
+        r = lookup(data, chapter, size, depth, tmem_cols)
         self.tflops, self.bottleneck = r["tflops"], r["bottleneck"]
+        self.tflops_low, self.tflops_high = r["tflops_low"], r["tflops_high"]
+
+
+def range_text(r):
+    """A stored row's figure with its range: "MODEL 1420 (1250-1560)" without the word."""
+    return f"{r['tflops']:.0f} ({r['tflops_low']:.0f}-{r['tflops_high']:.0f})"
+
+
+def inside(r, figure):
+    """Whether a published figure lies inside a stored row's range."""
+    return r["tflops_low"] <= figure <= r["tflops_high"]
+
+
+def verdict(r, figure, who="the published figure"):
+    """In words: whether the range includes a published figure, and if not, on which side it lies."""
+    if inside(r, figure):
+        return f"the model's range {range_text(r)} includes {who} ({figure:.0f})"
+    side = "below" if figure < r["tflops_low"] else "above"
+    return f"{who} ({figure:.0f}) lies {side} the model's range {range_text(r)}"
+
+
+def design_row(data, chapter, size, depth):
+    """The stored row that compares like for like with the published design at this point (our
+    chapter configured as that design), and the published figure; (None, None) where none is."""
+    for p in CALIBRATION:
+        if (p.chapter, p.size, p.pipe_depth) == (chapter, size, depth):
+            return lookup(data, chapter, size, depth, p.tmem_cols), p
+    return None, None
 
 
 def rungs_of(chapter):
@@ -42,38 +74,62 @@ def rungs_of(chapter):
 
 
 def performance_rows(chapter, depths=None):
-    """[(depth, size, stored model row, published Point or None)] for the chapter's book points."""
+    """[(depth, size, stored model row, published figure or None)] for the chapter's book points.
+    Where the published design differs from the chapter as written (its TMEM allocation), the row
+    is the model of our kernel configured as that design (row["tmem_cols"] says so)."""
     data = load()
     out = []
     for d in (depths or rungs_of(chapter)):
         for s in BOOK_SIZES:
             r = lookup(data, chapter, s, d)
-            p = published(chapter, s, r["pipe_depth"])
-            out.append((r["pipe_depth"], s, r, p.tflops if p else HELD_OUT.get((chapter, s))))
+            like, p = design_row(data, chapter, s, r["pipe_depth"])
+            figure = p.tflops if p else HELD_OUT.get((chapter, s))
+            if like is not None and like is not r:  # the chapter as written, then as the published design
+                out.append((r["pipe_depth"], s, r, None))
+            out.append((r["pipe_depth"], s, like or r, figure))
     return out
 
 
 def show_performance(chapter, depths=None):
-    """Print the chapter's table: model vs published at 4096^3 and 8192^3, and what limits each."""
+    """Print the chapter's table: the model's figure and range beside the published figure at
+    4096^3 and 8192^3, whether the range includes it, and what limits each point."""
     rows = performance_rows(chapter, depths)
-    print("MODEL = this book's B200 performance model (gemm_kernels.perf), not a measurement")
+    print("MODEL = this book's B200 performance model (gemm_kernels.perf), not a measurement; "
+          "its range comes from the parameters' sourced ranges")
     print(f"published = {SOURCE}: their kernel of the same design, measured by them "
           f"(4096: calibration set; 8192: held out)")
-    print(f"{'depth':>5} {'size':>5}  {'MODEL TFLOP/s':>13}  {'published':>9}  {'limited by (model)':<18}"
-          f"{'tensor core':>12}{'TMA port':>9}{'L2/HBM':>8}")
+    print(f"{'depth':>5} {'size':>5}  {'MODEL TFLOP/s (range)':>22}  {'published':>9}  {'inside':<6}  "
+          f"{'limited by (model)':<18}{'tensor core':>12}{'TMA':>6}{'smem':>6}{'L2/HBM':>8}")
     for d, s, r, p in rows:
         pub = f"{p:.0f}" if p else "-"
-        print(f"{'-' if d is None else d:>5} {s:>5}  {r['tflops']:>13.0f}  {pub:>9}  {r['bottleneck']:<18}"
-              f"{r['util_tensor_core']:>12.0%}{r['util_tma']:>9.0%}{r['util_l2_hbm']:>8.0%}")
+        ins = "-" if not p else ("yes" if inside(r, p) else "no")
+        design = "" if r.get("tmem_cols") is None else f"  (as a {r['tmem_cols']}-column design)"
+        print(f"{'-' if d is None else d:>5} {s:>5}  {range_text(r):>22}  {pub:>9}  {ins:<6}  {r['bottleneck']:<18}"
+              f"{r['util_tensor_core']:>12.0%}{r['util_tma']:>6.0%}{r['util_smem']:>6.0%}{r['util_l2_hbm']:>8.0%}"
+              f"{design}")
     return rows
+
+
+def verdicts(chapter, depths=None):
+    """One sentence per published figure of the chapter's design: whether the model's range
+    (of our kernel configured as that design) includes it, and if not, on which side it lies."""
+    out = []
+    for d, s, r, p in performance_rows(chapter, depths):
+        if p is None:
+            continue
+        where = f"{s}^3" + ("" if d is None else f", depth {d}")
+        held = "held-out " if (chapter, s) in HELD_OUT else ""
+        design = "" if r.get("tmem_cols") is None else f", our kernel as a {r['tmem_cols']}-column design"
+        out.append(f"{where}{design}: {verdict(r, p, f'the {held}published figure')}.")
+    return out
 
 
 def limit_sentence(chapter, size=8192, depth=None):
     """The model's account of what limits the chapter at size^3, as a sentence."""
     r = lookup(load(), chapter, size, depth)
     return (f"At {size}^3 the model finds this step limited by {r['bottleneck']}: {WHY[r['bottleneck']]} "
-            f"(tensor core {r['util_tensor_core']:.0%}, TMA port {r['util_tma']:.0%}, "
-            f"L2/HBM {r['util_l2_hbm']:.0%} busy).")
+            f"(tensor core {r['util_tensor_core']:.0%}, TMA port {r['util_tma']:.0%}, shared memory "
+            f"{r['util_smem']:.0%}, L2/HBM {r['util_l2_hbm']:.0%} busy; MODEL {range_text(r)} TFLOP/s).")
 
 
 def window(trace, start_ns, width_ns):
@@ -96,7 +152,7 @@ def steady_state(chapter, size=4096, depth=None, *, width_ns=6000.0):
     Returns (window Trace, prediction)."""
     from .model import predict
 
-    pred = predict(chapter, size, size, size, depth, keep_trace=True)
+    pred = predict(chapter, size, size, size, depth, keep_trace=True, with_range=False)
     tr = pred.share.trace
     t0, t1 = tr.span()
     mid = t0 + (t1 - t0) / 2

@@ -8,19 +8,21 @@ give each SM, and how long the whole kernel takes.
 * L2. A tile-granular LRU cache over panels (a tile row's A panel, a tile column's B panel, all of
   K): each round touches its panels; a panel not in the cache comes from HBM. That gives the HBM
   bytes and the fraction of TMA bytes that miss.
-* What one SM's TMA sees: latency = an L2-served load under load + half the die crossing (half the data lives on the
-  other die) + the miss fraction x the extra HBM latency; bandwidth = the least of its own port,
-  its share of the L2's total and its share of HBM divided by the miss fraction.
-* Time: launch overhead + the share's virtual span (persistent), or + the waves of one-tile CTAs
-  (the SM with the most CTAs runs them ``occupancy`` at a time, and never faster than its busiest
-  unit allows)."""
+* What one SM's TMA sees: latency = an L2-served load under load + half the die crossing (half the
+  data lives on the other die); bandwidth = the least of its own port, its share of the L2's
+  measured total and its share of HBM divided by the bytes HBM must serve per byte loaded.
+* Time (model.py): the launch gap + the share's virtual span (persistent), or the waves of one-tile
+  CTAs (the SM with the most CTAs runs them ``occupancy`` at a time), never faster than its busiest
+  unit allows, shared memory included (TMA writes and MMA operand reads share its bandwidth).
+
+Every function takes the parameters as ``values`` (a params.Values), never a global."""
 from __future__ import annotations
 
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .params import value as P
+from .params import NOMINAL
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,15 @@ class Geometry:
     ctas_per_unit: int  # 1, or 2 for the pair chapters
     persistent: bool
     group: int  # grouped tile order (persistent chapters)
+    mma_m: int = 128  # one MMA instruction's shape (M over the pair for cta_group::2)
+    mma_n: int = 128
+
+    @property
+    def smem_read_bytes_per_flop(self):
+        """Operand bytes an SM's tensor core reads from shared memory per FLOP it computes: a K=16
+        MMA of M x N over c CTAs reads M/c rows of A and N/c rows of B (fp16) on each SM for
+        2 (M/c) N 16 FLOPs there: (M + N) / (M N), whatever c."""
+        return (self.mma_m + self.mma_n) / (self.mma_m * self.mma_n)
 
 
 def geometry(chapter, config=None):
@@ -43,7 +54,9 @@ def geometry(chapter, config=None):
     tm = mod.CLUSTER_M if pair else mod.BLOCK_M
     tn = mod.CLUSTER_N if pair else mod.BLOCK_N
     persistent = bool(grid_config(chapter, 148))
-    return Geometry(tm, tn, 2 if pair else 1, persistent, int(cfg.get("group", 1) or 1))
+    mma_m = getattr(mod, "CONSUMER_M", tm)
+    mma_n = getattr(mod, "CONSUMER_N", tn)
+    return Geometry(tm, tn, 2 if pair else 1, persistent, int(cfg.get("group", 1) or 1), mma_m, mma_n)
 
 
 def tile_order(geo, m, n):
@@ -56,11 +69,11 @@ def tile_order(geo, m, n):
     return [(i % num_m, i // num_m) for i in range(num_m * num_n)]
 
 
-def occupancy(shared_bytes, threads, tmem_cols):
+def occupancy(shared_bytes, threads, tmem_cols, values=NOMINAL):
     """Resident CTAs per SM of a one-tile-per-CTA kernel: shared memory (1 KiB reserved per CTA),
     threads and TMEM columns each limit it."""
-    return max(1, min(int(P("smem_bytes_per_sm") // (shared_bytes + 1024)), int(P("threads_per_sm") // threads),
-                      int(P("tmem_cols_per_sm") // max(tmem_cols, 32))))
+    return max(1, min(int(values["smem_bytes_per_sm"] // (shared_bytes + 1024)),
+                      int(values["threads_per_sm"] // threads), int(values["tmem_cols_per_sm"] // max(tmem_cols, 32))))
 
 
 @dataclass
@@ -76,9 +89,9 @@ class Traffic:
         return self.hbm_read_bytes / self.l2_read_bytes if self.l2_read_bytes else 0.0
 
 
-def l2_traffic(order, geo, k, concurrent, *, capacity=None):
+def l2_traffic(order, geo, k, concurrent, *, capacity=None, values=NOMINAL):
     """Tile-granular LRU model of the L2 under the schedule: rounds of ``concurrent`` tiles."""
-    capacity = P("l2_bytes") if capacity is None else capacity
+    capacity = values["l2_effective_bytes"] if capacity is None else capacity
     a_panel, b_panel = geo.tile_m * k * 2, geo.tile_n * k * 2
     cache = OrderedDict()
     used = hbm = reads = 0
@@ -109,14 +122,13 @@ class TmaFeed:
     limiter: str  # "TMA" (the SM's own port), "L2" or "HBM"
 
 
-def tma_feed(traffic, active_sms):
+def tma_feed(traffic, active_sms, values=NOMINAL):
     """Latency and bandwidth one SM's TMA sees, from the L2 model and the shared bandwidths."""
-    ghz = P("clock_ghz")
-    miss = traffic.miss_fraction
-    latency = P("tma_l2_latency_cycles") + 0.5 * P("die_crossing_cycles") + miss * P("hbm_extra_latency_cycles")
-    options = {"TMA": P("tma_port_bytes_per_cycle_sm"), "L2": P("l2_bytes_per_cycle_total") / active_sms}
+    hz = values["clock_ghz"] * 1e9
+    latency = values["tma_l2_latency_cycles"] + 0.5 * values["die_crossing_cycles"]
+    options = {"TMA": values["tma_port_bytes_per_cycle_sm"], "L2": values["l2_bytes_per_s"] / hz / active_sms}
     hbm_per_read = (traffic.hbm_read_bytes + traffic.d_bytes) / max(traffic.l2_read_bytes, 1)
     if hbm_per_read > 0:  # HBM serves the misses and the result; spread over the time the loads take
-        options["HBM"] = P("hbm_bytes_per_s") / (ghz * 1e9) / (hbm_per_read * active_sms)
+        options["HBM"] = values["hbm_bytes_per_s"] / hz / (hbm_per_read * active_sms)
     limiter = min(options, key=options.get)
     return TmaFeed(latency, options[limiter], limiter)

@@ -1,6 +1,7 @@
 """The ladder plot: TFLOP/s of each step of the book at one size, three series side by side: the
-model (a MODEL), the published measurements of the same designs (CMU 15-442/642 TIRx on a B200;
-theirs), and "measured on your B200" (empty until ``bench --backend blackwell --plot`` fills it)."""
+model (a MODEL, its figure with its range as an error bar), the published measurements of the same
+designs (CMU 15-442/642 TIRx on a B200; theirs), and "measured on your B200" (empty until
+``bench --backend blackwell --plot`` fills it)."""
 from __future__ import annotations
 
 from .calibration import CALIBRATION
@@ -10,14 +11,19 @@ RUNGS = ((("4", 4, None)), ("5 (depth 2)", 5, 2), ("6 (depth 2)", 6, 2), ("7 (de
          ("7 (depth 4)", 7, 4), ("8", 8, None), ("9", 9, None))
 
 
-def _value(rows, chapter, depth, size):
+def _row(rows, chapter, depth, size):
     from ..chapters import CHAPTERS
 
     want = depth if depth is not None else CHAPTERS[chapter].config.get("pipe_depth")
     for r in rows:
-        if r["chapter"] == chapter and r["m"] == size and r.get("pipe_depth") == want:
-            return r["tflops"]
+        if r["chapter"] == chapter and r["m"] == size and r.get("pipe_depth") == want and r.get("tmem_cols") is None:
+            return r
     return None
+
+
+def _value(rows, chapter, depth, size):
+    r = _row(rows, chapter, depth, size)
+    return None if r is None else r["tflops"]
 
 
 def measured_rows(rep):
@@ -51,7 +57,7 @@ def ladder_figure(*, model, measured=None, sizes=(4096, 8192)):
 
     pub_rows = [{"chapter": p.chapter, "m": p.size, "pipe_depth": p.pipe_depth, "tflops": p.tflops}
                 for p in CALIBRATION]
-    series = (("model (MODEL, not a measurement)", model["results"], "#4c72b0", "o"),
+    series = (("model (MODEL, not a measurement; bar: its range)", model["results"], "#4c72b0", "o"),
               ("published: CMU TIRx on a B200 (theirs)", pub_rows, "#dd8452", "s"),
               ("measured on your B200", measured or [], "#55a868", "^"))
     from ..timeline import DPI, MIN_FONT, WIDTH_IN
@@ -65,6 +71,13 @@ def ladder_figure(*, model, measured=None, sizes=(4096, 8192)):
             ys = [_value(rows, c, d, size) for _, c, d in RUNGS]
             pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=label, lw=1.2)
+            ranged = [(x, _row(rows, c, d, size)) for x, (_, c, d) in zip(xs, RUNGS)]
+            ranged = [(x, r) for x, r in ranged if r is not None and "tflops_low" in r]
+            if ranged:  # the model's range at each rung
+                ax.errorbar([x for x, _ in ranged], [r["tflops"] for _, r in ranged],
+                            yerr=[[r["tflops"] - r["tflops_low"] for _, r in ranged],
+                                  [r["tflops_high"] - r["tflops"] for _, r in ranged]],
+                            fmt="none", ecolor=color, elinewidth=1.0, capsize=3)
         ax.set_xticks(list(xs))
         ax.set_xticklabels([r[0] for r in RUNGS], fontsize=fs, rotation=60)
         ax.set_title(f"{size}^3 fp16, TFLOP/s", fontsize=fs)

@@ -1,18 +1,33 @@
 """The model's prediction for one (chapter, M, N, K, depth): chip schedule + L2 model -> what one
-SM's TMA sees -> one SM's share on the virtual clock -> kernel time, TFLOP/s, utilisations and the
-unit that limits it. A MODEL, never a measurement."""
+SM's TMA sees -> one SM's share on the virtual clock -> kernel time, TFLOP/s, utilisations, the
+unit that limits it, and the range the parameters' sourced ranges give. A MODEL, never a measurement.
+
+    from gemm_kernels.perf.model import predict
+    p = predict(9, 8192, 8192, 8192)        # p.tflops, p.tflops_low, p.tflops_high, p.bottleneck
+
+The parameters come in as ``values`` (params.Values: NOMINAL by default). The range: the model is
+run with each ranged parameter at each end of its sourced range, the others at their values; the
+effects (log ratios to the figure) that lower the figure are added as independent errors
+(root-sum-square) into ``tflops_low``, those that raise it into ``tflops_high``.
+
+Speed: a share is a fill, T identical tiles and a drain, and each tile a fill, K/64 identical
+k-blocks and an epilogue, so once the ring is steady its span is linear in T and in K. The model
+runs cluster 0 at 1 and 2 tiles of a short K and 1 tile of twice that K and extrapolates to the full problem
+(``exact=True`` runs it whole; tests/test_perf_steady.py checks that the two agree)."""
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import chip
-from .params import value as P
+from .params import NOMINAL, PARAMS, RANGED
 
 #: Below this utilisation no unit is called the bottleneck: the SM mostly waits (latency, fill,
 #: handoffs that do not overlap). A reading aid for the table, not a model parameter.
 BUSY = 0.8
+#: The published harnesses time many calls back to back and divide; "single" is one synchronous launch.
+HARNESSES = ("back-to-back", "single")
 
 
 @dataclass
@@ -29,6 +44,7 @@ class Prediction:
     util_tma: float
     util_l2: float
     util_hbm: float
+    util_smem: float
     launch_share: float
     tma_latency_cycles: float
     tma_bytes_per_cycle: float
@@ -40,6 +56,15 @@ class Prediction:
     share_span_cycles: float
     wall_s: float  # how long the model took on this machine
     share: object = None
+    tflops_low: float | None = None  # the range from the parameters' ranges (root-sum-square of their effects)
+    tflops_high: float | None = None
+    effects: dict | None = None  # parameter -> (log ratio at its pessimistic end, at its optimistic end)
+    harness: str = "back-to-back"
+    tmem_cols: int | None = None  # a design's TMEM allocation, where it differs from the chapter's
+
+    @property
+    def range_text(self):
+        return f"{self.tflops:.0f} ({self.tflops_low:.0f}-{self.tflops_high:.0f})"
 
 
 def _config(chapter, pipe_depth):
@@ -58,51 +83,170 @@ def takes_depth(chapter):
     return "pipe_depth" in CHAPTERS[chapter].config
 
 
-def predict(chapter, m, n, k, pipe_depth=None, *, keep_trace=False):
-    from ..emu import costmodel
+def costs_for(values, feed):
+    """The emulator's unit costs for one SM that the chip leaves ``feed`` (chip.TmaFeed)."""
+    from ..emu.costmodel import Costs
+
+    return Costs(clock_ghz=values["clock_ghz"], mma_flop_per_cycle=values["mma_flop_per_cycle_sm"],
+                 tma_latency_cycles=round(feed.latency_cycles, 3), tma_bytes_per_cycle=round(feed.bytes_per_cycle, 3),
+                 barrier_latency_cycles=values["barrier_latency_cycles"])
+
+
+@dataclass
+class _Steady:
+    """A share extrapolated to the full problem (the fields model.py reads)."""
+
+    span_cycles: float
+    tc_busy_cycles: float
+    tma_busy_cycles: float
+    load_bytes: float
+    mma_flops: float
+    shared_bytes: int
+    threads: int
+    tmem_cols: int
+    trace: object = None
+
+
+_FIELDS = ("span_cycles", "tc_busy_cycles", "tma_busy_cycles", "load_bytes", "mma_flops")
+
+
+#: what one tile's epilogue costs the emulator, in k-blocks' worth of its time (for choosing the
+#: cheaper of the exact run and the extrapolation; it changes no figure)
+_EPILOGUE_KBLOCKS = 16
+
+
+def steady_points(chapter, k, tiles_full, persistent, depth, *, always=False):
+    """The (tiles, K) runs the extrapolation uses: 1 and 2 tiles at a short K1 (K1 > 2 x depth
+    k-blocks: the ring fills and runs steadily) and 1 tile at 2 K1; or None where the full run is
+    as cheap (unless ``always``) or there is nothing to extrapolate."""
+    from ..chapters import CHAPTERS
+
+    block_k = CHAPTERS[chapter].tile[2]
+    k1 = max(8, 2 * (depth or 1) + 4) * block_k
+    tiles = tiles_full if persistent else 1
+    ts = (1, 2) if tiles > 2 else (tiles,)
+    ks = (k1, 2 * k1) if k > 2 * k1 else (k,)
+    runs = [(ts[0], ks[0])] + [(t, ks[0]) for t in ts[1:]] + [(ts[0], kk) for kk in ks[1:]]
+    cost = sum(t * (kk // block_k + _EPILOGUE_KBLOCKS) for t, kk in runs)
+    if len(runs) == 1 or (cost >= tiles * (k // block_k + _EPILOGUE_KBLOCKS) and not always):
+        return None
+    return ts, ks
+
+
+def _share(chapter, m, n, k, cfg, costs, tiles_full, geo, exact, keep_trace, sms):
+    """One SM's share of the full problem: run as it is (``exact``, or where that is as cheap), or
+    extrapolated from the short runs of ``steady_points``: linearly in the tiles (each tile after
+    the first adds the same time) and in K (each k-block adds the same time to every tile).
+
+    The short runs use the smallest problem that gives cluster 0 the same work: t tiles of one
+    tile row (timing mode has no values, and a tile's cost does not depend on where it lies), so
+    the runs of one chapter and depth are shared by every size whose SMs see the same feed."""
     from .share import run_share
 
+    persistent = geo.persistent
+    points = None if exact or keep_trace else steady_points(chapter, k, tiles_full, persistent, cfg.get("pipe_depth"),
+                                                            always=exact is False)
+    if points is None:
+        return run_share(chapter, m, n, k, sm_count=sms, keep_trace=keep_trace, costs=costs, **cfg)
+    ts, ks = points
+
+    def run(t, kk):
+        if persistent:
+            return run_share(chapter, geo.tile_m * t, geo.tile_n, kk, sm_count=sms, costs=costs, tiles=t, **cfg)
+        return run_share(chapter, geo.tile_m, geo.tile_n, kk, sm_count=sms, costs=costs, **cfg)
+
+    base = run(ts[0], ks[0])
+    more_t = run(ts[1], ks[0]) if len(ts) == 2 else base
+    more_k = run(ts[0], ks[1]) if len(ks) == 2 else base
+    ft = (tiles_full - ts[0]) / (ts[1] - ts[0]) if len(ts) == 2 else 0.0
+    fk = (k - ks[0]) / (ks[1] - ks[0]) if len(ks) == 2 else 0.0
+    n_tiles = tiles_full if persistent else 1
+
+    def ext(field):
+        f0 = getattr(base, field)
+        per_tile = getattr(more_t, field) - f0
+        per_k_of_one_tile = (getattr(more_k, field) - f0) / ts[0]
+        return f0 + ft * per_tile + fk * n_tiles * per_k_of_one_tile
+
+    return _Steady(*(ext(f) for f in _FIELDS), base.shared_bytes, base.threads, base.tmem_cols)
+
+
+def predict(chapter, m, n, k, pipe_depth=None, *, values=None, with_range=True, harness="back-to-back",
+            tmem_cols=None, exact=None, keep_trace=False):
+    """The model's prediction for chapter ``chapter`` at M x N x K (depth: the chapter's default when
+    None), with ``tflops_low``/``tflops_high`` from the parameters' ranges unless ``with_range=False``.
+    ``harness``: "back-to-back" (calls timed in a loop, as the published figures are) or "single".
+    ``tmem_cols``: compare as a design that allocates this many TMEM columns per CTA (occupancy).
+    ``exact``: True runs the whole share, False extrapolates wherever it can, None (default) does
+    whichever is cheaper (the two agree: tests/test_perf_steady.py)."""
+    if harness not in HARNESSES:
+        raise ValueError(f"harness must be one of {HARNESSES}, got {harness!r}")
     t_wall = time.perf_counter()
+    kw = dict(harness=harness, tmem_cols=tmem_cols, exact=exact)
+    values = NOMINAL if values is None else values
+    nominal = _predict(chapter, m, n, k, pipe_depth, values, keep_trace=keep_trace, **kw)
+    if with_range:
+        effects = {}
+        for name in RANGED:
+            if name == "launch_overhead_us" and harness != "single" or name == "launch_gap_us" and harness == "single":
+                continue
+            p = PARAMS[name]
+            ends = [values.with_(**{name: end}) for end in (p.pessimistic, p.optimistic)]
+            effects[name] = tuple(0.0 if v == values else
+                                  math.log(_predict(chapter, m, n, k, pipe_depth, v, **kw).tflops / nominal.tflops)
+                                  for v in ends)
+        down = math.sqrt(sum(min(0.0, *e) ** 2 for e in effects.values()))
+        up = math.sqrt(sum(max(0.0, *e) ** 2 for e in effects.values()))
+        nominal = replace(nominal, tflops_low=nominal.tflops * math.exp(-down), tflops_high=nominal.tflops * math.exp(up),
+                          effects=effects)
+    return replace(nominal, wall_s=time.perf_counter() - t_wall)
+
+
+def _predict(chapter, m, n, k, pipe_depth, values, *, harness, tmem_cols, exact, keep_trace=False):
     cfg, depth = _config(chapter, pipe_depth)
     geo = chip.geometry(chapter, cfg)
-    sms = int(P("sm_count"))
-    ghz = P("clock_ghz")
+    sms = int(values["sm_count"])
+    ghz = values["clock_ghz"]
     order = chip.tile_order(geo, m, n)
     units_on_chip = sms // geo.ctas_per_unit
-    # a first, cheap look at the kernel (occupancy needs its smem/threads/TMEM) is the share itself;
+    per_unit = math.ceil(len(order) / units_on_chip)  # tiles of the busiest unit (CTAs on the busiest SM)
     # occupancy only matters for one-tile-per-CTA grids, whose share is one tile: run it at the L2
     # figures of a chip-wide round first, then correct the concurrency once known.
     occ = 1
     for _ in range(2):
         concurrent = min(len(order), units_on_chip * occ)
-        traffic = chip.l2_traffic(order, geo, k, concurrent)
+        traffic = chip.l2_traffic(order, geo, k, concurrent, values=values)
         active = min(sms, concurrent * geo.ctas_per_unit)
-        feed = chip.tma_feed(traffic, active)
-        with costmodel.overridden(TMA_LATENCY_CYCLES=feed.latency_cycles, TMA_BYTES_PER_CYCLE=feed.bytes_per_cycle):
-            share = run_share(chapter, m, n, k, sm_count=sms, keep_trace=keep_trace, **cfg)
-        new_occ = 1 if geo.persistent else chip.occupancy(share.shared_bytes, share.threads, share.tmem_cols)
+        feed = chip.tma_feed(traffic, active, values)
+        share = _share(chapter, m, n, k, cfg, costs_for(values, feed), per_unit, geo, exact, keep_trace, sms)
+        cols = share.tmem_cols if tmem_cols is None else tmem_cols
+        new_occ = 1 if geo.persistent else chip.occupancy(share.shared_bytes, share.threads, cols, values)
         if new_occ == occ:
             break
         occ = new_occ
+    copies = 1 if geo.persistent else per_unit  # how many times the busiest SM runs the share
+    # shared memory: the TMA's writes and the tensor core's operand reads share its bandwidth
+    smem_bytes = copies * (share.load_bytes + share.mma_flops * geo.smem_read_bytes_per_flop)
+    smem_cycles = smem_bytes / values["smem_bytes_per_cycle_sm"]
     if geo.persistent:
-        per_unit = math.ceil(len(order) / units_on_chip)
         sm_cycles = share.span_cycles
-        tma_cycles = share.tma_busy_cycles
     else:
-        per_unit = math.ceil(len(order) / units_on_chip)  # CTAs on the busiest SM
         busiest = max(share.tc_busy_cycles, share.tma_busy_cycles)
         sm_cycles = max(math.ceil(per_unit / occ) * share.span_cycles, per_unit * busiest)
-        tma_cycles = per_unit * share.tma_busy_cycles
-    launch_us = P("launch_overhead_us")
+    sm_cycles = max(sm_cycles, smem_cycles)
+    tma_cycles = copies * share.tma_busy_cycles
+    launch_us = values["launch_gap_us" if harness == "back-to-back" else "launch_overhead_us"]
     time_us = launch_us + sm_cycles / (ghz * 1e3)
     t_cycles = time_us * ghz * 1e3
     flops = 2 * m * n * k
-    util_tc = flops / (sms * P("mma_flop_per_cycle_sm") * t_cycles)
+    util_tc = flops / (sms * values["mma_flop_per_cycle_sm"] * t_cycles)
     util_tma = tma_cycles / t_cycles
-    util_l2 = (traffic.l2_read_bytes + traffic.d_bytes) / (P("l2_bytes_per_cycle_total") * t_cycles)
-    util_hbm = (traffic.hbm_read_bytes + traffic.d_bytes) / (P("hbm_bytes_per_s") * time_us * 1e-6)
-    utils = {"tensor core": util_tc, feed.limiter: max(util_tma, util_l2 if feed.limiter == "L2" else 0,
-                                                       util_hbm if feed.limiter == "HBM" else 0)}
+    util_l2 = (traffic.l2_read_bytes + traffic.d_bytes) / (values["l2_bytes_per_s"] * time_us * 1e-6)
+    util_hbm = (traffic.hbm_read_bytes + traffic.d_bytes) / (values["hbm_bytes_per_s"] * time_us * 1e-6)
+    util_smem = smem_cycles / t_cycles
+    utils = {"tensor core": util_tc, "shared memory": util_smem,
+             feed.limiter: max(util_tma, util_l2 if feed.limiter == "L2" else 0,
+                               util_hbm if feed.limiter == "HBM" else 0)}
     unit = max(utils, key=utils.get)
     launch_share = launch_us / time_us
     if launch_share > 0.3:
@@ -112,6 +256,6 @@ def predict(chapter, m, n, k, pipe_depth=None, *, keep_trace=False):
     else:
         bottleneck = "latency"
     return Prediction(chapter, m, n, k, depth, flops / (time_us * 1e-6) / 1e12, time_us, bottleneck, util_tc, util_tma,
-                      util_l2, util_hbm, launch_share, feed.latency_cycles, feed.bytes_per_cycle, feed.limiter,
-                      traffic.miss_fraction, min(len(order), units_on_chip), per_unit, occ, share.span_cycles,
-                      time.perf_counter() - t_wall, share if keep_trace else None)
+                      util_l2, util_hbm, util_smem, launch_share, feed.latency_cycles, feed.bytes_per_cycle,
+                      feed.limiter, traffic.miss_fraction, min(len(order), units_on_chip), per_unit, occ,
+                      share.span_cycles, 0.0, share if keep_trace else None, harness=harness, tmem_cols=tmem_cols)

@@ -1,14 +1,18 @@
 """Every physical parameter of the B200 performance model, with its source and the range the
-sources give. Nothing else in gemm_kernels.perf or gemm_kernels.emu.costmodel holds a number.
+sources give. Nothing else in gemm_kernels.perf holds a number of the chip.
 
 These are published figures of the chip (specifications and other people's microbenchmarks), read
-by us, not measurements of ours; none was fitted to the calibration set (calibration.py). There is
-no per-chapter or per-size factor anywhere in the model.
+by us, not measurements of ours. One parameter, the TMA's latency under load, is set on the
+calibration set (calibration.py) inside the range its sources allow, and says so. There is no
+per-chapter or per-size factor anywhere in the model.
 
-Each entry: value, unit, (low, high) the sources span, source."""
+Each entry: value, unit, (low, high) the sources span, source. ``low``/``high`` are the parameter's
+own ends; ``pessimistic``/``optimistic`` give the ends that make a kernel slower or faster. A
+prediction's range (model.predict) moves one parameter at a time to each end and adds the effects
+as independent errors (root-sum-square of the log ratios); the corners PESSIMISTIC and OPTIMISTIC,
+every parameter at once, bound it."""
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 
@@ -19,100 +23,150 @@ class Param:
     low: float
     high: float
     source: str
+    faster: str = ""  # "high" or "low": which end makes a kernel faster; "" for a fixed figure
+
+    @property
+    def pessimistic(self):
+        return {"high": self.low, "low": self.high}.get(self.faster, self.value)
+
+    @property
+    def optimistic(self):
+        return {"high": self.high, "low": self.low}.get(self.faster, self.value)
 
 
 CC = "Chips and Cheese, 'Nvidia's B200: Keeping the CUDA Juggernaut Rolling' (2025)"
 SA = ("SemiAnalysis (K. Chen, D. Patel), 'Dissecting Nvidia Blackwell - Tensor Cores, PTX Instructions, SASS, "
       "Floorsweep, Yield' (2026)")
-JC = ("A. Jarmusch, S. Chandrasekaran, 'Microbenchmarking NVIDIA's Blackwell Architecture: An in-depth "
-      "Architectural Analysis', arXiv 2512.02189")
+TS = "TileSight (Mo et al., arXiv 2607.22432, 2026)"
 SPEC = "NVIDIA B200 specification (DGX B200 datasheet: dense FP16/BF16 2.25 PFLOP/s, HBM3e 8 TB/s)"
-DB = "TechPowerUp-style spec listing of the B200 (hmc-tech.com): boost 1.98 GHz, tensor clock 1.86 GHz, 7.5 GT/s x 8192 bit"
-A100WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): L2 read bandwidth 5120 B/clk for 108 SMs"
+QUERY = "a B200 device query (pytorch/ao PR #4002): 148 SMs, 126.5 MB L2, 7680-bit HBM at 3996 MHz"
+DISPATCH = ("dogacel.github.io, 'Four counter-intuitive lessons from deep-diving GPU kernel dispatch overhead' "
+            "(2026), on a B200: a 24 us kernel took 25.8 us per call by CUDA graph and 28.3 us by cuLaunchKernel")
+POWER = ("no sustained B200 GEMM clock is published. Analogues: an H200 at 700 W holds about 1500 of its 1830 MHz "
+         "under full load (tile-ai/TileOPs #1587); a GB300's cuBLAS GEMM falls with the power cap "
+         "(facebookexperimental/triton #2023)")
 
 PARAMS = {
-    "sm_count": Param(148, "SMs", 148, 148, f"{CC}: 74 SMs enabled per die, two dies"),
-    "clock_ghz": Param(1.86, "GHz", 1.86, 1.98, f"{DB}; 2.25 PFLOP/s / (148 SMs x 8192 FLOP/cycle) = 1.86 GHz"),
-    "mma_flop_per_cycle_sm": Param(8192, "FLOP/cycle/SM", 8192, 8192,
-                                   f"{SPEC} / 148 SMs / 1.86 GHz; the same per SM for cta_group::1 and ::2 "
-                                   f"({SA}: 2SM MMA scales near-perfectly, 2x the 1SM rate over two SMs)"),
-    "smem_operand_bytes_per_cycle": Param(128, "B/cycle/SM", 128, 128,
-                                          f"{SA}: MMAs with both operands in shared memory and N < 128 are "
-                                          f"bound by shared memory at about 128 B/cycle. Not a term of the clock: "
-                                          f"for the book's MMA shapes (M=128 N=128 cta_group::1, M=256 N=256 "
-                                          f"::2) it is never the binding limit (tests/test_perf_sanity.py)"),
-    "l2_hit_latency_cycles": Param(280, "cycles", 280, 420,
-                                   f"{CC}: L2 hit latency about 150 ns within a partition (x 1.86 GHz); "
-                                   f"{JC}: 420 cycles for a global access missing the near caches"),
-    "tma_l2_latency_cycles": Param(900, "cycles", 280, 2048,
-                                   "latency of a TMA tile load served by L2 while every SM streams (issue to the "
-                                   "last byte's arrival, before its transfer time). CALIBRATED on the calibration "
-                                   "set (calibration.py) within the range the sources allow: low, the unloaded L2 "
-                                   f"hit ({CC}: about 150 ns = 280 cycles); high, {SA}: TMA reaches its bandwidth "
-                                   "only with up to 128 KiB in flight per SM, i.e. 128 KiB / 64 B/cycle = 2048 "
-                                   "cycles of latency under load (Little's law). tools/calibrate_perf.py: rms log error 0.243-0.245 "
-                                   "for 700-900 cycles at 47 B/cycle, rising outside"),
-    "die_crossing_cycles": Param(300, "cycles", 300, 300, f"{SA}: about 300 extra cycles die to die"),
-    "hbm_extra_latency_cycles": Param(420, "cycles", 300, 700,
-                                      f"{JC}: 420-cycle global-memory latency on a cache miss; added to an L2 "
-                                      f"hit's latency for a miss that goes to HBM"),
-    "tma_port_bytes_per_cycle_sm": Param(47, "B/cycle/SM", 47, 128,
-                                         f"one SM's L2 -> shared bandwidth while all SMs stream. CALIBRATED on the "
-                                         f"calibration set within the range: low, {A100WP} (47 B/clk per SM); high, "
-                                         f"{SA}: TMA keeps up to 128 KiB in flight (/ ~1000-cycle latency = 128 "
-                                         f"B/cycle)"),
-    "l2_bytes_per_cycle_total": Param(148 * 47, "B/cycle", 5120, 148 * 128,
-                                      f"all L2 slices together; taken as 148 x the SM port (no separate limit) "
-                                      f"for want of a published B200 figure; low end: {A100WP}"),
-    "l2_bytes": Param(126 * 2**20, "bytes", 126 * 2**20, 126 * 2**20, f"{CC}: 126 MB of L2 over both dies"),
-    "hbm_bytes_per_s": Param(7.68e12, "B/s", 5.0e12, 8.0e12,
-                             f"{DB}: 7.5 GT/s x 8192 bit = 7.68 TB/s; {SPEC} says 8 TB/s; {CC} measured "
-                             f"> 5 TB/s with OpenCL"),
-    "tmem_ld_cycles_per_32_cols": Param(16, "cycles per warp per 32x32 cells", 0.5, 16,
-                                        f"{JC} report 16 TB/s of TMEM read bandwidth per SM, which would move a "
-                                        f"warp's 32 x 32 x 4 B = 4 KiB load in about half a cycle; we keep 16 "
-                                        f"cycles (256 B/cycle per warp), the slow end: the writeback's TMEM loads "
-                                        f"overlap the next tile's MMAs in chapters 7-9, and the calibration set "
-                                        f"cannot tell the two apart"),
-    "barrier_latency_cycles": Param(20, "cycles", 20, 40,
-                                    "mbarrier arrive -> waiter wake-up; shared-memory latency class "
-                                    f"({CC}: L1/shared latency about 39 cycles at the high end)"),
-    "issue_cycles": Param(1, "cycles", 1, 1, "one instruction issued per cycle per warp scheduler"),
-    "global_access_cycles": Param(2, "cycles/element", 1, 4,
-                                  "ordinary global loads/stores of chapters 1-3 per element, latency hidden "
-                                  "by the other warps (chapters 4-9 use none in their hot loops)"),
+    "sm_count": Param(148, "SMs", 148, 148, f"{QUERY}; {CC}: 74 SMs per die, two dies"),
+    "clock_ghz": Param(
+        1.35, "GHz", 1.33, 1.61,
+        f"the SM clock a long GEMM sustains under the board's power limit. {POWER}. Value: the best published "
+        f"cuBLAS fp16 figure on a B200, 1610 TFLOP/s at 8192^3 (NVIDIA Tilus, perf/peers.py), taking cuBLAS to "
+        f"keep the tensor core as busy as the model's best design there (chapter 8, about 98%; cuBLAS has every "
+        f"mechanism our chapters have): 1610 / (0.98 x 148 x 8192) = 1.35 GHz. Low end: that figure at a fully "
+        f"busy tensor core, 1610 / (148 x 8192) = 1.33 GHz (no lower clock is consistent with it); the value "
+        f"sits near it because the model's best design is nearly fully busy. High end: the H200 analogue, a "
+        f"board at its power limit holding 82% of its boost clock (1500 of 1830 MHz), applied to the B200's "
+        f"1.965 GHz boost (ByteDance-Seed/VeOmni PR #986): 1.61 GHz, for the case that cuBLAS is less busy than "
+        f"the model's design. Not the range: {TS}, Table 3, an MMA-only microbenchmark (no memory traffic, the "
+        f"least power) reaches 2185 TFLOP/s = 1.80 GHz, a ceiling for a workload that draws less power than a "
+        f"GEMM", faster="high"),
+    "mma_flop_per_cycle_sm": Param(
+        8192, "FLOP/cycle/SM", 8192, 8192,
+        f"ByteDance-Seed/VeOmni PR #986 (8192 dense fp16 FLOP/cycle/SM); {SPEC} / 148 SMs at 1.86 GHz; the same "
+        f"per SM for cta_group::1 and ::2 ({SA}: 2SM MMA is 2x the 1SM rate over two SMs)"),
+    "tma_port_bytes_per_cycle_sm": Param(
+        100, "B/cycle/SM", 77, 128,
+        f"the SM's TMA input port (L2 -> shared memory, one SM). Low end: {TS} measure 20.5 TB/s of L2 bandwidth "
+        f"with all 148 SMs streaming, 77 B/cycle per SM at 1.80 GHz, which each port must at least carry; high "
+        f"end: one 128-byte line per cycle ({SA}: TMA bandwidth keeps rising up to 128 KiB in flight per SM, "
+        f"128 KiB over a ~1000-cycle latency). The value is the range's geometric middle", faster="high"),
+    "l2_bytes_per_s": Param(
+        20.5e12, "B/s", 19.5e12, 21.5e12,
+        f"aggregate L2 bandwidth, all SMs streaming: {TS}, Table 3 (about 20.5 TB/s); the range is +-5%, the "
+        f"precision of 'about'", faster="high"),
+    "l2_effective_bytes": Param(
+        83e6, "bytes", 83e6, 126.5e6,
+        f"the L2 capacity a working set sees before it falls to HBM: {TS}, Fig. 2, about 83 MB (past it, data "
+        f"streams from the far die or HBM); high end: the physical 126.5 MB ({QUERY}). The value sits at the low "
+        f"end because it is the measured figure; the physical capacity is only reached if nothing were "
+        f"duplicated across the two dies", faster="high"),
+    "hbm_bytes_per_s": Param(
+        7.0e12, "B/s", 7.0e12, 7.67e12,
+        f"{TS}, Table 3: about 7.0 TB/s measured; high end: the peak 7680 bit x 3996 MHz x 2 = 7.67 TB/s "
+        f"({QUERY}). The value sits at the low end because it is what a streaming kernel was measured to get",
+        faster="high"),
+    "smem_bytes_per_cycle_sm": Param(
+        181, "B/cycle/SM", 128, 256,
+        f"the shared-memory bandwidth that the TMA's writes and the tensor core's operand reads share. Low end: "
+        f"{SA}: MMAs with both operands in shared memory and N < 128 are bound by shared memory at about 128 "
+        f"B/cycle, so 128 B/cycle is the operand port, and if the TMA's writes take the same port that is all "
+        f"there is; high end: the writes have a port of their own (128 + 128). The value is the range's "
+        f"geometric middle: no source says how far the writes compete", faster="high"),
+    "tma_l2_latency_cycles": Param(
+        600, "cycles", 400, 800,
+        f"latency of a TMA tile load served by L2 while every SM streams (issue to the first byte). CALIBRATED "
+        f"on the calibration set (tools/calibrate_perf.py: rms log error 0.200 at 400 cycles, 0.178 at 500, "
+        f"0.170 at 600, 0.175 at 700, 0.221 at 900); the range is the latencies whose error stays within 0.03 "
+        f"of the best. It lies inside the bounds the sources allow: at least the unloaded L2 hit ({CC}: about "
+        f"150 ns = 280 cycles), at most 128 KiB in flight over an SM's L2 share of about 90 B/cycle = 1450 "
+        f"cycles ({SA}: TMA bandwidth keeps rising up to 128 KiB in flight per SM; Little's law)",
+        faster="low"),
+    "die_crossing_cycles": Param(300, "cycles", 300, 300,
+                                 f"{SA}: about 300 extra cycles die to die; half of all loads cross"),
+    "launch_gap_us": Param(
+        2.5, "us", 1.8, 4.3,
+        f"the time between two kernels launched back to back (the published harnesses time many calls and "
+        f"divide): {DISPATCH}, i.e. 1.8 us by graph and 4.3 us by cuLaunchKernel. The value is the range's "
+        f"geometric middle", faster="low"),
+    "launch_overhead_us": Param(
+        4.0, "us", 2.0, 5.0,
+        f"one synchronous launch between two CUDA events (grid launch, first CTAs resident, teardown): {DISPATCH}; "
+        f"the harness 'single' (model.predict(..., harness='single')) uses it", faster="low"),
+    "barrier_latency_cycles": Param(30, "cycles", 20, 40,
+                                    f"mbarrier arrive -> waiter wake-up; shared-memory latency class ({CC}: L1/shared "
+                                    f"latency about 39 cycles at the high end; 20 the emulator's default). The value "
+                                    f"is the middle of the range; over it, the depth-2 and depth-4 steps move by "
+                                    f"about 2-3%", faster="low"),
     "smem_bytes_per_sm": Param(233472, "bytes", 233472, 233472,
                                "228 KiB of shared memory per SM, 1 KiB of it reserved per resident CTA "
                                "(CUDA C++ Programming Guide, compute capability 10.0 table)"),
     "threads_per_sm": Param(2048, "threads", 2048, 2048, "CUDA C++ Programming Guide, compute capability 10.0"),
     "tmem_cols_per_sm": Param(512, "columns", 512, 512, "PTX ISA 8.7, tensor memory: 128 lanes x 512 columns"),
-    "launch_overhead_us": Param(4.0, "us", 2.0, 5.0,
-                                "a launch's fixed cost between two CUDA events (grid launch, first CTAs resident, "
-                                "teardown). On a B200, dogacel.github.io, 'Four counter-intuitive lessons from "
-                                "deep-diving GPU kernel dispatch overhead' (2026): a 24 us kernel took 25.8 us by "
-                                "CUDA graph and 28.3 us by cuLaunchKernel, a dispatch path of about 2-5 us"),
 }
+
+#: NVIDIA's datasheet dense fp16 figure, TFLOP/s (SPEC): at 1.86 GHz, a clock a long GEMM does not sustain
+DATASHEET_TFLOPS = 2250
+
+#: the parameters whose sourced ranges give each prediction its range
+RANGED = tuple(k for k, p in PARAMS.items() if p.faster)
+
+
+@dataclass(frozen=True)
+class Values:
+    """One setting of every parameter (by name): the nominal values, or a corner of the ranges.
+    The model reads its parameters only through one of these (no global state)."""
+
+    values: dict
+
+    def __getitem__(self, name):
+        return self.values[name]
+
+    def with_(self, **changes):
+        unknown = [k for k in changes if k not in PARAMS]
+        if unknown:
+            raise KeyError(f"not model parameters: {unknown}")
+        return Values({**self.values, **changes})
+
+
+NOMINAL = Values({k: p.value for k, p in PARAMS.items()})
+PESSIMISTIC = Values({k: p.pessimistic for k, p in PARAMS.items()})
+OPTIMISTIC = Values({k: p.optimistic for k, p in PARAMS.items()})
 
 
 def value(name):
     return PARAMS[name].value
 
 
-@contextmanager
-def overridden(**values):
-    """Other values for some parameters inside a ``with`` block (the calibration search uses it)."""
-    unknown = [k for k in values if k not in PARAMS]
-    if unknown:
-        raise KeyError(f"not model parameters: {unknown}")
-    old = {k: PARAMS[k] for k in values}
-    for k, v in values.items():
-        PARAMS[k] = replace(old[k], value=v)
-    try:
-        yield
-    finally:
-        PARAMS.update(old)
+def peak_tflops(values=NOMINAL):
+    """The tensor core's dense fp16 peak at the parameters' clock (sustained, under the power limit)."""
+    return values["sm_count"] * values["mma_flop_per_cycle_sm"] * values["clock_ghz"] / 1e3
 
 
 def table_rows():
     """[(name, value, unit, low, high, source)] for the book and the report."""
     return [(k, p.value, p.unit, p.low, p.high, p.source) for k, p in PARAMS.items()]
+
+
+__all__ = ["NOMINAL", "OPTIMISTIC", "PARAMS", "PESSIMISTIC", "Param", "RANGED", "Values", "peak_tflops",
+           "replace", "table_rows", "value"]

@@ -74,6 +74,13 @@ def cublas_range(gpu="B200"):
     return min(figs), max(figs), max(figs) / min(figs)
 
 
+def best_cublas(size, gpu="B200"):
+    """The highest cuBLAS figure a peer published on ``gpu`` at size^3 (the model's ceiling test), or None."""
+    shape = f"{size} x {size} x {size}"
+    figs = [p.cublas for p in PEERS if p.gpu == gpu and p.cublas is not None and p.shape == shape]
+    return max(figs, default=None)
+
+
 def provenance(p):
     """Where a figure comes from, one field a line (short enough for a book page)."""
     import textwrap
@@ -98,5 +105,5 @@ def ladder_rows():
     return rows
 
 
-__all__ = ["CMU_SOURCE", "PEERS", "Peer", "cublas_range", "ladder_rows", "provenance",
+__all__ = ["CMU_SOURCE", "PEERS", "Peer", "best_cublas", "cublas_range", "ladder_rows", "provenance",
            "tflops_from_time"]

@@ -11,8 +11,8 @@ from pathlib import Path
 PATH = Path(__file__).with_name("predictions.json")
 _PKG = Path(__file__).resolve().parents[1]
 #: the files whose contents decide the model's numbers
-DEPENDS = ("perf/params.py", "perf/chip.py", "perf/model.py", "perf/share.py", "emu/costmodel.py",
-           "pipeline.py", "kernels/*.py")
+DEPENDS = ("perf/params.py", "perf/chip.py", "perf/model.py", "perf/share.py", "perf/calibration.py",
+           "emu/costmodel.py", "pipeline.py", "kernels/*.py")
 #: the book's points: (chapter, depth) at these sizes, plus the calibration set
 BOOK_SIZES = (4096, 8192)
 BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (7, None), (8, None), (9, None))
@@ -32,13 +32,14 @@ def load():
         return json.load(f)
 
 
-def lookup(data, chapter, size, depth=None):
-    """The stored row for chapter at size^3 (depth None: the chapter's default)."""
+def lookup(data, chapter, size, depth=None, tmem_cols=None):
+    """The stored row for chapter at size^3 (depth None: the chapter's default; tmem_cols: the
+    chapter as a published design with that TMEM allocation, None: as the book writes it)."""
     from ..chapters import CHAPTERS
 
     want = depth if depth is not None else CHAPTERS[chapter].config.get("pipe_depth")
     for r in data["results"]:
-        if r["chapter"] == chapter and r["m"] == size and r["pipe_depth"] == want:
+        if (r["chapter"], r["m"], r["pipe_depth"], r.get("tmem_cols")) == (chapter, size, want, tmem_cols):
             return r
     raise KeyError(f"no stored prediction for chapter {chapter} at {size}^3, depth {depth}: "
                    f"run tools/perf_predictions.py")

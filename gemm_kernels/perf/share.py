@@ -5,7 +5,11 @@ for a B200; we then run only cluster 0 of that grid (CTA 0, or the CTA pair 0-1 
 with no values: tensor-core numerics and TMA copies are skipped, while control flow, barriers, the
 asynchronous units, their queues and the hazard checks all run. For a persistent grid, cluster 0
 takes tiles 0, G, 2G, ... (G = grid size), the largest share of any SM; for a one-tile-per-CTA
-grid, it is one tile, and the chip model (``chip``) multiplies by the waves."""
+grid, it is one tile, and the chip model (``chip``) multiplies by the waves.
+
+The unit costs come in as an argument (``costs``, an ``emu.costmodel.Costs``). ``tiles`` asks for a
+persistent grid sized so that cluster 0 takes that many tiles (the model's steady-state
+extrapolation, model.py); runs are cached by everything they depend on."""
 from __future__ import annotations
 
 import inspect
@@ -57,12 +61,41 @@ def grid_config(chapter, sm_count):
     return {}
 
 
-def run_share(chapter, m, n, k, *, sm_count=148, keep_trace=False, timing=True, **config):
+def units_for_tiles(chapter, m, n, tiles):
+    """The persistent grid size (CTAs or pairs) that gives cluster 0 ``tiles`` tiles of M x N."""
+    import math
+
+    from .chip import geometry
+
+    geo = geometry(chapter)
+    total = (m // geo.tile_m) * (n // geo.tile_n)
+    units = math.ceil(total / tiles)
+    if math.ceil(total / units) != tiles:
+        raise ValueError(f"no persistent grid gives cluster 0 exactly {tiles} of {total} tiles")
+    return units
+
+
+_CACHE = {}
+
+
+def run_share(chapter, m, n, k, *, sm_count=148, keep_trace=False, timing=True, costs=None, tiles=None, **config):
     """Run cluster 0's share of chapter ``chapter`` at M x N x K on the emulator (timing mode unless
-    ``timing=False``) under the cost model as it is set now. Returns a Share."""
+    ``timing=False``) with the unit costs ``costs`` (default: the emulator's). Returns a Share."""
+    from ..emu import costmodel
+
+    costs = costmodel.DEFAULT if costs is None else costs
+    key = (chapter, m, n, k, sm_count, timing, costs, tiles, tuple(sorted(config.items())))
+    if not keep_trace and key in _CACHE:
+        return _CACHE[key]
+    share = _run_share(chapter, m, n, k, sm_count, keep_trace, timing, costs, tiles, config)
+    if not keep_trace:
+        _CACHE[key] = share
+    return share
+
+
+def _run_share(chapter, m, n, k, sm_count, keep_trace, timing, costs, tiles, config):
     from .. import emu
     from ..chapters import CHAPTERS
-    from ..emu import costmodel
     from ..kernels import host
 
     seen = {}
@@ -73,12 +106,15 @@ def run_share(chapter, m, n, k, *, sm_count=148, keep_trace=False, timing=True, 
         seen.update(grid=grid, block=block, cluster=cluster, shared_bytes=plan.size)
         seen["launch"] = emu.run(kernel, grid, block, args, cluster=cluster, shared_bytes=plan.size, policy=policy,
                                  seed=seed, trace=True, names=plan.regions, tensor_maps=tensor_maps, timing=timing,
-                                 only_clusters={0}, **clc)
+                                 only_clusters={0}, costs=costs, **clc)
         return seen["launch"]
 
     a = np.zeros((m, k), np.float16)  # never read in timing mode (pages stay untouched)
     b = np.zeros((n, k), np.float16)
     cfg = dict(grid_config(chapter, sm_count), **config)
+    if tiles is not None:
+        (name,) = grid_config(chapter, sm_count)
+        cfg[name] = units_for_tiles(chapter, m, n, tiles)
     host.run_on_emulator = run_on_emulator
     try:
         CHAPTERS[chapter].entry(a, b, backend="emulator", **cfg)
@@ -89,7 +125,7 @@ def run_share(chapter, m, n, k, *, sm_count=148, keep_trace=False, timing=True, 
     cta0 = [e for e in tr.events if e.cta == 0]
     tc = [e for e in cta0 if e.op == "mma"]
     tma = [e for e in cta0 if e.op in ("tma.load", "tma.store")]
-    ghz = costmodel.CLOCK_GHZ
+    ghz = costs.clock_ghz
     ncta = seen["cluster"][0] * seen["cluster"][1] * seen["cluster"][2]
     block = seen["block"]
     threads = block if isinstance(block, int) else int(np.prod(block))

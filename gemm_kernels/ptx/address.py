@@ -66,9 +66,10 @@ globaltimer = asm_op(
 
 @twin(globaltimer)
 def _globaltimer():
-    from ..emu.costmodel import cycles_to_ns
+    from ..emu.costmodel import of
 
-    return int(cycles_to_ns(_thread().clock))
+    t = _thread()
+    return int(of(t).cycles_to_ns(t.clock))
 
 
 mapa = asm_op(

@@ -280,7 +280,7 @@ def _ld_op(n):
 
         start = t.clock
         vals = t.warp.collective(t, f"tcgen05.ld.32x32b.x{n}", taddr, action=action)
-        t.clock += costmodel.TMEM_LD_CYCLES_PER_32_COLS * max(1, n // 32)
+        t.clock += costmodel.of(t).tmem_ld_cycles_per_32_cols * max(1, n // 32)
         if t.lane == 0:
             t.event(t.warp_role(), "tmem.ld", start, t.clock, detail=f"cols {col0}..{col0 + n - 1}")
         return vals
