@@ -16,7 +16,8 @@ prose must be one of:
 3. **a true constant**: a phrase in ``CONSTANTS`` below (a fact of the machine or of CUDA, such as
    "32 lanes"), each with the package value it must equal (``tests/test_prose_numbers.py`` checks
    them);
-4. **a reference**: "chapter 7", "steps 5 and 6", "Exercise 2", an exercise's "**2.**": a name of
+4. **a reference**: a citation (``CITATIONS``: "PTX ISA 9.7.16.5", "version 9.2", "(December
+   2025)", a URL); "chapter 7", "steps 5 and 6", "Exercise 2", an exercise's "**2.**": a name of
    a part of the book, not a count (chapter numbers must exist in ``CHAPTERS``); or a definitional index ("phase 0",
    "parity 1", "thread 0", ``INDICES``). Idioms in which a number word counts nothing ("one of",
    "at once", "the one that", ``IDIOMS``) are not numbers either.
@@ -72,6 +73,19 @@ IDIOMS = re.compile(
 INDICES = re.compile(r"\b(?:phase 0|parit(?:y|ies) [01](?: (?:or|and) [01])?|(?:thread|lane|CTA|ID|rank|stage|chunk) 0|wraps to 0)\b"
                      r"|\bPTX ISA\s*\(?§?\s*\d+(?:\.\d+)+\)?",
                      re.IGNORECASE)
+
+#: Citations: a section or version number of three or more dotted parts ("9.7.16.5", "4.8.1": no
+#: count has that form), a section sign ("§10.16"), a "version 9.2", a date ("31 March 2026", "(2020)"), an arXiv number, a
+#: URL, a course number ("CMU 15-442/642"). They name a source; they count nothing of the kernel.
+_MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|"
+           "December")
+CITATIONS = re.compile(
+    r"(?<![\w.])\d+(?:\.\d+){2,}(?![\w.])"
+    r"|\bversion \d+(?:\.\d+)*\b"
+    r"|§\s*\d+(?:\.\d+)*"
+    rf"|\b(?:\d{{1,2}} )?(?:{_MONTHS}) (?:19|20)\d\d\b|\((?:19|20)\d\d\)"
+    r"|\barXiv:? ?\d{4}\.\d{4,5}\b|https?://[^\s>)]+"
+    r"|\bCMU (?:course )?\d+-\d+(?:/\d+)?")
 
 #: True constants: a phrase -> (where its value comes from, the value). tests/test_prose_numbers.py
 #: checks each value against the package, so the list cannot drift; keep it short.
@@ -233,6 +247,7 @@ def lint_page(path, *, chapters=None):
         used.update(p for _, _, p in spans)
         spans += [(m.start(), m.end(), None) for m in IDIOMS.finditer(text)]
         spans += [(m.start(), m.end(), None) for m in INDICES.finditer(text)]
+        spans += [(m.start(), m.end(), None) for m in CITATIONS.finditer(text)]
         label = re.match(r"(\d+)\.(?=\s)", text)  # an exercise's number, "**2.** Change ..."
         if label:
             spans.append((0, label.end(1), None))

@@ -98,3 +98,11 @@ def test_book_has_no_new_hand_written_number():
               f"(python -m gemm_kernels.prose_lint rewrites it)" for page, num, ctx in gone]
     assert not (lines or unused), "\n".join(lines + unused)
 
+
+
+def test_citations_are_not_counts(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("PTX ISA, version 9.2: section 9.7.16.5 (31 March 2026), arXiv 2512.02189,\n"
+                    "<https://arxiv.org/abs/2512.02189>, CMU 15-442/642, a paper (2020).\n"
+                    "But 9.2 GB and 4 stages in 2026 are numbers.\n")
+    assert [f.number for f in pl.lint_page(page, chapters=set())[0]] == ["9.2", "4", "2026"]
