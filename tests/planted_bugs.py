@@ -195,9 +195,8 @@ BUGS = [
        "ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase ^ uint32(1))"},
       ("StalePhaseWait", "TmemHazard", "UninitializedRead"), ("acc_phase ^ uint32(1))",)),
     B("v7-no-fence-before-ld2mma", 7, "fence",
-      {P24 + "ptx.tcgen05_fence_before()\n" + P24 + "if ptx.elect_sync():  # one arrival per warp":
-       P24 + "if ptx.elect_sync():  # one arrival per warp"},
-      ("MissingTcgen05Fence",), ("pipeline.arrive(base + LD2MMA, acc)",)),
+      {P24 + "ptx.tcgen05_fence_before()\n" + P24 + "cuda.syncwarp()": P24 + "cuda.syncwarp()"},
+      ("MissingTcgen05Fence",), ("cuda.syncwarp()  # every lane", "pipeline.arrive(base + LD2MMA, acc)")),
     B("v7-every-lane-arrives", 7, "lane",
       {"if ptx.elect_sync():  # one arrival per warp": "if True:  # one arrival per warp"},
       ("ArrivalMismatch", "TmemHazard"), ("if True:  # one arrival per warp",)),
@@ -259,13 +258,27 @@ BUGS = [
       ("Deadlock", "ExpectTxMismatch"), ("leader_tma2mma = pipeline.barrier(base + TMA2MMA, stage)",)),
     B("v8-producer-phase-0", 8, "parity",
       {P12 + "phase = uint32(1)\n" + P12 + "k_end": P12 + "phase = uint32(0)\n" + P12 + "k_end"},
-      ("Deadlock",), ("pipeline.wait(base + MMA2TMA, stage, phase)  # the stage is empty", P12 + "phase = uint32(0)\n" + P12 + "k_end")),
+      ("Deadlock",), ("pipeline.wait_cluster(base + MMA2TMA, stage, phase)  # the stage is empty",
+                      P12 + "phase = uint32(0)\n" + P12 + "k_end")),
     B("v8-no-producer-tail", 8, "tail",
-      {"pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)": "pass"},
+      {"pipeline.producer_tail_cluster(base + MMA2TMA, stage, phase, DEPTH)": "pass"},
       ("UndrainedArrival",), ("            pass\n",)),
     B("v8-tma-wait-stale-parity", 8, "parity",
-      {"pipeline.wait(base + TMA2MMA, stage, phase)  # the stage is full": "pipeline.wait(base + TMA2MMA, stage, phase ^ uint32(1))  # the stage is full"},
-      ("StalePhaseWait",), ("pipeline.wait(base + TMA2MMA, stage, phase ^ uint32(1))",)),
+      {"pipeline.wait_cluster(base + TMA2MMA, stage, phase)  # the stage is full":
+       "pipeline.wait_cluster(base + TMA2MMA, stage, phase ^ uint32(1))  # the stage is full"},
+      ("StalePhaseWait",), ("pipeline.wait_cluster(base + TMA2MMA, stage, phase ^ uint32(1))",)),
+    B("v8-alloc-before-cluster-barrier", 8, "cta",
+      {P8 + "ptx.cluster_arrive()  # barriers initialised in both CTAs, and both CTAs are running\n" + P8
+       + "ptx.cluster_wait()\n" + P8 + "if warp == 0:  # the pair's allocation writes into the peer CTA: only now "
+       "that it is known to run\n" + P12 + "ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)\n":
+       P8 + "if warp == 0:  # the pair's allocation\n" + P12 + "ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)\n"
+       + P8 + "ptx.cluster_arrive()  # barriers initialised and TMEM allocated in both CTAs\n" + P8 + "ptx.cluster_wait()\n"},
+      ("PeerNotRunning",), ("ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)",),
+      why="step 7's order (allocate, then the barrier): the pair's allocation writes into a peer not known to run"),
+    B("v8-cta-scope-wait-on-peer-arrivals", 8, "wait",
+      {"pipeline.wait_cluster(base + LD2MMA, acc, acc_phase)": "pipeline.wait(base + LD2MMA, acc, acc_phase)"},
+      ("WaitScopeMismatch",), ("pipeline.wait(base + LD2MMA, acc, acc_phase)",),
+      why="step 7's wait kept: a CTA-scope acquire does not synchronise with the peer's remote arrivals"),
     B("v8-no-proxy-fence-staging", 8, "fence",
       {P24 + "ptx.fence_proxy_async()  # the rows, before": P24 + "pass  # the rows, before"},
       ("MissingProxyFence",), ("pass  # the rows, before", "stage_subtile_row(chunks, buf, packed)"),
@@ -285,8 +298,9 @@ BUGS = [
       {"d_tmem = tmem + CONSUMER_N * c": "d_tmem = tmem"},
       ("TmemHazard", "wrong"), ("d_tmem = tmem\n",)),
     B("v9-no-writeback-phase-flip", 9, "parity",
-      {"acc_phase)  # a whole tile's MMAs: sleep\n" + P16 + "acc_phase ^= uint32(1)\n": "acc_phase)  # a whole tile's MMAs: sleep\n"},
-      ("StalePhaseWait",), ("acc_phase)  # a whole tile's MMAs: sleep",)),
+      {"pipeline.barrier(base + MMA2LD0, c), acc_phase)\n" + P16 + "acc_phase ^= uint32(1)\n":
+       "pipeline.barrier(base + MMA2LD0, c), acc_phase)\n"},
+      ("StalePhaseWait",), ("mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD0, c), acc_phase)",)),
     B("v9-store-only-warpgroup-0", 9, "lane",
       {"if row == 0:  # its TMA store": "if tid == 0:  # its TMA store"},
       ("wrong",), ("if tid == 0:  # its TMA store",), why="consumer 1's rows are never stored"),
@@ -304,10 +318,20 @@ BUGS = [
        "pass  # ... which the others learn here"},
       ("DataRace", "SharedMemoryHazard"), ("pass  # ... which the others learn here",)),
     B("v9-consumer-no-acc-phase-flip", 9, "parity",
-      {"pipeline.wait(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator\n"
+      {"pipeline.wait_cluster(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator\n"
        + P20 + "acc_phase ^= uint32(1)\n":
-       "pipeline.wait(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator\n"},
-      ("StalePhaseWait", "TmemHazard"), ("pipeline.wait(base + LD2MMA0, c, acc_phase)",)),
+       "pipeline.wait_cluster(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator\n"},
+      ("StalePhaseWait", "TmemHazard"), ("pipeline.wait_cluster(base + LD2MMA0, c, acc_phase)",)),
+    B("v9-no-warp-barrier-before-ld2mma", 9, "lane",
+      {P24 + "cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive\n": ""},
+      ("MissingWarpSync",), ("ptx.mbarrier_arrive_relaxed_cluster(leader_ld2mma)",),
+      why="elect.sync orders no memory: the other lanes' tcgen05.ld are not ordered before the elected lane's arrive"),
+    B("v9-cta-scope-writeback-wait", 9, "wait",
+      {"ptx.mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD0, c), acc_phase)":
+       "ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD0, c), acc_phase)"},
+      ("WaitScopeMismatch",), ("ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD0, c), acc_phase)",),
+      why="step 7's wait kept: in the peer CTA the leader's multicast commit completes this barrier, and a "
+          "CTA-scope acquire does not synchronise with another CTA's arrive"),
 ]
 
 

@@ -24,9 +24,8 @@ GAPS = {
     "v5-refill-chunk-off-by-one": "the emulator cannot know which chunk a copy was meant to load",
     "v5-refill-stage-0": "the race names the MMA and the load into its stage, not the wrong index",
     "v6-refill-signals-next-stage": "the deadlock names the wait on the stage whose copies signalled another",
-    "v7-every-lane-arrives": "the over-arrival names the init and the waits, not the arrive of every lane",
-    "v7-ld2mma-count-1": "where the MMA passes early, the TMEM hazard is seen before the count",
-    "v7-no-fence-before-ld2mma": "the fence report names the MMA and the load, not the arrive the fence precedes",
+    "v7-ld2mma-count-1": "where the MMA passes early, the TMEM hazard is seen before the count (since the warp "
+                         "barrier before the elected arrive, under three of the four orders)",
     "v7-no-final-store-wait": "the report names the store left reading at exit",
     "v7-no-producer-tail": "the report names the commit left undrained, not where the producer's loop ends",
     "v7-no-reuse-barrier": "the race names the staging store and the TMA store of the previous group",

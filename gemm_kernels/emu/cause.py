@@ -46,9 +46,12 @@ def explain(thread, exc):
     from .source import text
 
     if phase < 0:
-        if not (isinstance(exc, UninitializedRead) and (bar.carries_data or bar.name.startswith("tma2"))):
+        if not (isinstance(exc, (UninitializedRead, SharedMemoryHazard))
+                and (bar.carries_data or bar.name.startswith("tma2"))):
             # a wait for 'empty' passes so legitimately; one on a barrier that copies complete on (so far, or
-            # by the kernels' naming of barriers after their handoff) does not
+            # by the kernels' naming of barriers after their handoff) does not. What it lets through is a
+            # read before the copy (nothing written yet) or, where the copy was already issued, a read
+            # that races with the copy's write
             return exc
         why = ("before the barrier's first phase completed: parity 1 names the state before phase 0, so the wait "
                "passed at once on a fresh barrier. A wait for 'full' starts at parity 0 (only a wait for 'empty' "

@@ -145,7 +145,7 @@ class EmuThread:
         if work:
             self.tc_unfenced = (str(self), sid, work)
             self.tc_since_sync |= work
-            self.warp.tc_lanes[self.lane] = (what, sid)
+            self.warp.tc_lanes[self.lane] = (what, sid, self.collectives_seen)
 
     def unordered_lanes(self):
         """At an mbarrier arrive by this thread, right after an elect.sync it won (an arrive for the warp):
@@ -154,8 +154,12 @@ class EmuThread:
         memory). Returns (lanes, (op, site) of the first) or None."""
         if self.elected_at != self.collectives_seen:
             return None  # not right after an elect.sync it won: an arrive of its own, not for the warp
-        others = [lane for lane in self.warp.tc_lanes if lane != self.lane]
-        return (frozenset(others), self.warp.tc_lanes[others[0]]) if others else None
+        # work a lane issued after it passed this elect.sync follows the arrive in program order (the lane
+        # ran ahead): no warp barrier could order it before the arrive; an arrive too early in the program
+        # shows as the hazard it lets through
+        tc = self.warp.tc_lanes
+        others = [lane for lane, (_, _, seen) in tc.items() if lane != self.lane and seen < self.elected_at]
+        return (frozenset(others), tc[others[0]][:2]) if others else None
 
     def lanes_not_ordered(self, bar, sid, lanes, first):
         what, op_sid = first
@@ -246,7 +250,7 @@ class Warp(Waitable):
         self.clock = WarpClock(cta.cluster.clocks, cta.rank * cta.cluster.warps_per_cta + index)
         self._lanes = {}  # member mask -> frozenset of the lanes it names that exist
         self.peers_seen = set()  # ranks of the CTAs this warp knows to be running (require_peer_running)
-        self.tc_lanes = {}  # lane -> (op, site) of tcgen05 work issued since the lane's last synchronisation
+        self.tc_lanes = {}  # lane -> (op, site, collectives passed) of tcgen05 work since the lane's last synchronisation
         self.collectives = 0  # warp collectives completed so far (elect.sync, syncwarp, ...)
 
     def __str__(self):

@@ -140,6 +140,9 @@ class MBarrier(Waitable):
         else:
             self.sp.release_async(async_vc, tcgen05)
             self._async_arrival(op)
+            if self.remote is None and thread is not None and thread.cta is not self.cta:
+                # a tcgen05.commit multicast by the other CTA of a pair: its arrive is the other CTA's too
+                self.remote = (f"the tcgen05.commit issued by {thread}", op.site)
         self.pending -= count
         if self.pending < 0:
             from .source import here, text
