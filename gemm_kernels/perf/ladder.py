@@ -16,7 +16,8 @@ def _row(rows, chapter, depth, size):
 
     want = depth if depth is not None else CHAPTERS[chapter].config.get("pipe_depth")
     for r in rows:
-        if r["chapter"] == chapter and r["m"] == r["n"] == r["k"] == size and r.get("pipe_depth") == want and r.get("tmem_cols") is None:
+        cube = r["m"] == r.get("n", r["m"]) == r.get("k", r["m"]) == size  # not chapter 10's ragged points
+        if r["chapter"] == chapter and cube and r.get("pipe_depth") == want and r.get("tmem_cols") is None:
             return r
     return None
 
