@@ -121,7 +121,8 @@ _DOING = {"wait": "waiting on {barrier} (parity {parity})", "tma.load": "copying
           "ld/st global": "ordinary global loads/stores", "arrive": "issuing an arrive on {barrier}",
           "commit": "issuing tcgen05.commit to {barrier}", "tma.issue": "issuing a TMA load ({barrier})",
           "bar.sync": "waiting at {detail}", "tmem.alloc": "blocked in tcgen05.alloc of {detail}", "cluster.wait": "waiting at the cluster barrier",
-          "bar.arrive": "arriving at {detail}", "cluster.arrive": "arriving at the cluster barrier"}
+          "bar.arrive": "arriving at {detail}", "cluster.arrive": "arriving at the cluster barrier",
+          "clc.try_cancel": "asking the chip for a tile (clusterlaunchcontrol.try_cancel)"}
 
 
 class TraceView:

@@ -19,6 +19,9 @@ def test_the_book_has_every_point_it_shows():
     for c, d in predictions.BOOK_RUNGS:
         for s in predictions.BOOK_SIZES:
             assert predictions.lookup(data, c, s, d)["tflops"] > 0
+    for c, m, n, k in predictions.BOOK_SHAPES:  # chapter 10 at 2048^3 and at ragged shapes, step 9 padded
+        r = predictions.lookup_shape(data, c, m, n, k)
+        assert r["tflops_low"] <= r["tflops"] <= r["tflops_high"]
     for p in calibration.CALIBRATION:  # each published point as its design (TMEM allocation, depth)
         r = predictions.lookup(data, p.chapter, p.size, p.pipe_depth, p.tmem_cols)
         assert r["kind"] == "model" and r["tflops_low"] <= r["tflops"] <= r["tflops_high"]

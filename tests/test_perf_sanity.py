@@ -142,6 +142,36 @@ def test_l2_model_counts_each_panel_once_when_everything_fits():
     assert small.hbm_read_bytes > t.hbm_read_bytes  # a cache too small for a round re-reads panels
 
 
+def test_ragged_shapes_count_their_partial_tiles():
+    """Chapter 10 at a ragged M x N schedules ceil(M/256) x ceil(N/256) tiles, each once: the
+    partial tile row and column are tiles too (rounding down dropped them)."""
+    geo = chip.geometry(10)
+    assert (geo.tile_m, geo.tile_n, geo.ctas_per_unit, geo.persistent) == (256, 256, 2, True)
+    order = chip.tile_order(geo, 4000, 3000)
+    assert len(order) == 16 * 12 and sorted(order) == [(i, j) for i in range(16) for j in range(12)]
+    assert len(chip.tile_order(geo, 8191, 8191)) == 32 * 32
+
+
+def test_chapter_10_is_modelled_as_a_persistent_schedule_over_its_resident_clusters():
+    """One cluster per tile, scheduled by CLC over min(74, tiles) resident pairs: the busiest pair
+    takes ceil(tiles / 74) of them; the short runs of the extrapolation use the kernel's k-block
+    (64), not chapter 10's shape rule (K a multiple of 8)."""
+    from gemm_kernels.perf.model import steady_points
+
+    p = predict(10, 4000, 3000, 4096, with_range=False)
+    assert (p.units, p.tiles_per_unit) == (74, 3)  # 192 tiles
+    assert predict(10, 512, 512, 512, with_range=False).units == 4
+    (_, ts), (k1, _) = steady_points(10, 4096, 14, True, 6)
+    assert ts == 2 and k1 == 16 * 64
+
+
+def test_a_shape_the_kernel_refuses_has_no_prediction():
+    with pytest.raises(ValueError, match="K=8191"):
+        predict(10, 8191, 8191, 8191)
+    with pytest.raises(ValueError, match="M=4000"):
+        predict(9, 4000, 3072, 4096)
+
+
 def test_the_emulator_takes_costs_as_an_argument():
     """No global override: two runs with different costs, one after the other, each keep their own."""
     slow = run_share(7, 512, 512, 512, sm_count=4, pipe_depth=2, costs=Costs(tma_latency_cycles=2000))

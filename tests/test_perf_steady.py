@@ -14,6 +14,7 @@ CASES = [  # chapter, (M, N, K), depth, SMs: each extrapolates in both tiles and
     (8, (1024, 1024, 2048), 4, 4),
     (8, (1024, 1024, 2048), 6, 4),
     (9, (2048, 512, 2048), 4, 4),
+    (10, (1000, 1000, 2040), None, 4),  # ragged M, N and K: the full run's edge tiles cost full tiles
 ]
 
 

@@ -149,3 +149,10 @@ def test_debugger_in_headless_chromium(step5, tmp_path, monkeypatch):
     assert got["lanes"] == len(view.lanes) and got["bars"] == 4
     assert got["waited"] and got["hl"] == "block" and got["bold"], got
     assert got["minfont"] >= 13, got
+
+
+def test_every_event_kind_has_a_debugger_state():
+    """The debugger says what a warp is doing for every event kind the timeline draws (chapter 10's
+    clc.try_cancel was missing: its page's view raised a KeyError)."""
+    missing = set(timeline.KINDS) - set(trace_view._DOING)
+    assert not missing, f"add these event kinds to trace_view._DOING: {sorted(missing)}"

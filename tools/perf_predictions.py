@@ -19,13 +19,14 @@ def main():
     def depth(c, d):  # None: the chapter's default depth (so each point is computed once)
         return d if d is not None else CHAPTERS[c].config.get("pipe_depth")
 
-    wanted = {(c, s, depth(c, d), None) for c, d in predictions.BOOK_RUNGS for s in predictions.BOOK_SIZES}
-    wanted |= {(p.chapter, p.size, depth(p.chapter, p.pipe_depth), p.tmem_cols) for p in calibration.CALIBRATION}
+    wanted = {(c, (s, s, s), depth(c, d), None) for c, d in predictions.BOOK_RUNGS for s in predictions.BOOK_SIZES}
+    wanted |= {(p.chapter, (p.size,) * 3, depth(p.chapter, p.pipe_depth), p.tmem_cols) for p in calibration.CALIBRATION}
+    wanted |= {(c, (m, n, k), depth(c, None), None) for c, m, n, k in predictions.BOOK_SHAPES}
     rows = []
-    for c, s, d, cols in sorted(wanted, key=lambda x: (x[0], x[1], x[2] or 0, x[3] or 0)):
-        pred = predict(c, s, s, s, d, tmem_cols=cols)
+    for c, (m, n, k), d, cols in sorted(wanted, key=lambda x: (x[0], x[1], x[2] or 0, x[3] or 0)):
+        pred = predict(c, m, n, k, d, tmem_cols=cols)
         rows.append(bench.row(pred))
-        print(f"chapter {c} depth {d}{'' if cols is None else f' as a {cols}-column design'} {s}^3: "
+        print(f"chapter {c} depth {d}{'' if cols is None else f' as a {cols}-column design'} {m} x {n} x {k}: "
               f"{pred.range_text} TFLOP/s ({pred.bottleneck}, {pred.wall_s:.1f} s)", flush=True)
     report = {"kind": "model", "model": True, "label": bench.MODEL_LABEL, "fingerprint": predictions.fingerprint(),
               "results": rows, "seconds": round(time.perf_counter() - t0, 1)}

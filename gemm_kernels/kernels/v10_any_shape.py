@@ -33,8 +33,8 @@ multicast to both CTAs); the cancelled cluster never runs and its tile is this c
 (gemm_kernels.schedule). Every role reads every response from a ring of two 16-byte slots and stops
 after the first failed one; the roles derive the slot, and the accumulator, from their tile count
 (pipeline.ring_slot). Tile numbers still go through grouped_tile. The last partial wave is kept as
-it is: CLC balances whole tiles, and at the sizes where the wave costs most the model finds the TMA
-feed the limit (the chapter's "The last wave").
+it is: CLC balances whole tiles, not parts of one (the chapter's "The last wave" says what the model
+finds it costs, and what splitting it along K could recover at most).
 
 Set-up in the order the ISA asks for a pair: barrier inits and their fence, the cluster barrier
 (the peer is running and sees the barriers), then the cta_group::2 TMEM allocation (which writes

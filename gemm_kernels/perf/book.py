@@ -6,7 +6,7 @@ and every model figure travels with its range (the parameters' sourced ranges, p
 from __future__ import annotations
 
 from .calibration import CALIBRATION, SOURCE
-from .predictions import BOOK_SIZES, load, lookup
+from .predictions import BOOK_SIZES, load, lookup, lookup_shape
 
 WHY = {
     "tensor core": "the tensor core is busy nearly all the time: the step reaches what its MMAs allow",
@@ -130,6 +130,32 @@ def limit_sentence(chapter, size=8192, depth=None):
     return (f"At {size}^3 the model finds this step limited by {r['bottleneck']}: {WHY[r['bottleneck']]} "
             f"(tensor core {r['util_tensor_core']:.0%}, TMA port {r['util_tma']:.0%}, shared memory "
             f"{r['util_smem']:.0%}, L2/HBM {r['util_l2_hbm']:.0%} busy; MODEL {range_text(r)} TFLOP/s).")
+
+
+def padded_shape(chapter, m, n, k):
+    """M, N, K rounded up to the chapter's tile multiples: the zero-padded operands on which a
+    chapter with a shape rule computes a ragged GEMM."""
+    from ..chapters import CHAPTERS
+
+    return tuple(-(-v // t) * t for v, t in zip((m, n, k), CHAPTERS[chapter].tile))
+
+
+def useful_row(data, chapter, m, n, k):
+    """The stored row of the chapter at M x N x K, or, where its shape rule refuses that shape, at the
+    zero-padded shape with the TFLOP/s (and range) counted in useful FLOPs: 2 M N K over the padded
+    run's time (the copies into padded buffers are not counted). ``row["padded"]`` names the shape run."""
+    shape = padded_shape(chapter, m, n, k)
+    r = dict(lookup_shape(data, chapter, *shape))
+    scale = (m * n * k) / (shape[0] * shape[1] * shape[2])
+    for key in ("tflops", "tflops_low", "tflops_high"):
+        r[key] *= scale
+    r["padded"] = shape if shape != (m, n, k) else None
+    return r
+
+
+def overlap(r1, r2):
+    """Whether two stored rows' ranges overlap."""
+    return r1["tflops_low"] <= r2["tflops_high"] and r2["tflops_low"] <= r1["tflops_high"]
 
 
 def window(trace, start_ns, width_ns):

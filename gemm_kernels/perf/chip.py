@@ -4,7 +4,13 @@ give each SM, and how long the whole kernel takes.
 * Tile order. A one-tile-per-CTA grid (chapters 4-5) is dispatched in block order (x fastest),
   ``occupancy`` CTAs per SM at once; a persistent grid (6-9) runs tile t on unit t mod G (G = 148
   SMs, or 74 pairs for the two-CTA chapters) in the kernel's own grouped order
-  (``pipeline.grouped_tile``), so round r runs tiles rG .. rG + G - 1.
+  (``pipeline.grouped_tile``), so round r runs tiles rG .. rG + G - 1. Chapter 10 launches a
+  cluster per tile and schedules by cluster launch control: min(74, tiles) clusters are resident,
+  and each takes its own tile and then, through CLC, tiles it cancels from the waiting clusters;
+  the emulator's CLC unit gives a requester the waiting clusters of its own slot (emu/clc.py), so
+  the schedule is the persistent one over min(74, tiles) pairs, and the model treats it as such.
+  Ragged M and N count ceil-div tiles; an edge tile costs a full tile's time (the TMA fills the
+  missing elements with zeros in shared memory and the MMAs run over the whole tile).
 * L2. A tile-granular LRU cache over panels (a tile row's A panel, a tile column's B panel, all of
   K): each round touches its panels; a panel not in the cache comes from HBM. That gives the HBM
   bytes and the fraction of TMA bytes that miss.
@@ -60,10 +66,11 @@ def geometry(chapter, config=None):
 
 
 def tile_order(geo, m, n):
-    """Tiles (m_idx, n_idx) in the order the schedule starts them."""
+    """Tiles (m_idx, n_idx) in the order the schedule starts them. A ragged M or N (chapter 10) ends
+    in a partial tile row or column, which is still a tile to schedule: the counts round up."""
     from ..pipeline import host_tile_order
 
-    num_m, num_n = m // geo.tile_m, n // geo.tile_n
+    num_m, num_n = -(-m // geo.tile_m), -(-n // geo.tile_n)
     if geo.persistent:  # the kernel's own scheduler device function, as the emulator runs it
         return host_tile_order(num_m, num_n, geo.group)
     return [(i % num_m, i // num_m) for i in range(num_m * num_n)]

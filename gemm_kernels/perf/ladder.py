@@ -8,7 +8,7 @@ from .calibration import CALIBRATION
 
 #: The ladder's rungs: (label, chapter, depth).
 RUNGS = ((("4", 4, None)), ("5 (depth 2)", 5, 2), ("6 (depth 2)", 6, 2), ("7 (depth 2)", 7, 2),
-         ("7 (depth 4)", 7, 4), ("8", 8, None), ("9", 9, None))
+         ("7 (depth 4)", 7, 4), ("8", 8, None), ("9", 9, None), ("10", 10, None))
 
 
 def _row(rows, chapter, depth, size):
@@ -16,7 +16,8 @@ def _row(rows, chapter, depth, size):
 
     want = depth if depth is not None else CHAPTERS[chapter].config.get("pipe_depth")
     for r in rows:
-        if r["chapter"] == chapter and r["m"] == size and r.get("pipe_depth") == want and r.get("tmem_cols") is None:
+        cube = r["m"] == r.get("n", r["m"]) == r.get("k", r["m"]) == size  # not chapter 10's ragged points
+        if r["chapter"] == chapter and cube and r.get("pipe_depth") == want and r.get("tmem_cols") is None:
             return r
     return None
 

@@ -77,6 +77,18 @@ def _config(chapter, pipe_depth):
     return {"pipe_depth": depth}, depth
 
 
+def check_shape(chapter, m, n, k):
+    """The chapter's shape rule (its tile multiples; chapter 10: any M, N, K a multiple of 8), raised
+    before the model runs: a shape the kernel refuses has no prediction."""
+    from ..chapters import CHAPTERS
+
+    tile = CHAPTERS[chapter].tile
+    for name, v, t in zip("MNK", (m, n, k), tile):
+        if v < 1 or v % t:
+            raise ValueError(f"chapter {chapter} runs M, N, K that are multiples of {tile[0]}, {tile[1]}, {tile[2]}; "
+                             f"got {name}={v}: pad the operands with zeros up to a multiple of {t}")
+
+
 def takes_depth(chapter):
     from ..chapters import CHAPTERS
 
@@ -121,7 +133,8 @@ def steady_points(chapter, k, tiles_full, persistent, depth, *, always=False):
     as cheap (unless ``always``) or there is nothing to extrapolate."""
     from ..chapters import CHAPTERS
 
-    block_k = CHAPTERS[chapter].tile[2]
+    ch = CHAPTERS[chapter]  # the kernel's k-block (chapter 10's shape rule, tile[2] = 8, is not one)
+    block_k = getattr(ch._mod(), "BLOCK_K", ch.tile[2])
     k1 = max(8, 2 * (depth or 1) + 4) * block_k
     tiles = tiles_full if persistent else 1
     ts = (1, 2) if tiles > 2 else (tiles,)
@@ -181,6 +194,7 @@ def predict(chapter, m, n, k, pipe_depth=None, *, values=None, with_range=True, 
     whichever is cheaper (the two agree: tests/test_perf_steady.py)."""
     if harness not in HARNESSES:
         raise ValueError(f"harness must be one of {HARNESSES}, got {harness!r}")
+    check_shape(chapter, m, n, k)
     t_wall = time.perf_counter()
     kw = dict(harness=harness, tmem_cols=tmem_cols, exact=exact)
     values = NOMINAL if values is None else values

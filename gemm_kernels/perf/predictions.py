@@ -15,7 +15,13 @@ DEPENDS = ("perf/params.py", "perf/chip.py", "perf/model.py", "perf/share.py", "
            "emu/costmodel.py", "pipeline.py", "kernels/*.py")
 #: the book's points: (chapter, depth) at these sizes, plus the calibration set
 BOOK_SIZES = (4096, 8192)
-BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (7, None), (8, None), (9, None))
+BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (7, None), (8, None), (9, None),
+              (10, None))
+#: further (chapter, M, N, K) points at the chapter's default depth: chapter 10 beside step 9 at 2048^3,
+#: and at ragged shapes, where step 9 runs on the operands zero-padded to its tile multiples
+#: (book.padded_shape: 4096 x 3072 x 4096 for 4000 x 3000 x 4096; 8192^3 is a book size)
+BOOK_SHAPES = ((9, 2048, 2048, 2048), (10, 2048, 2048, 2048), (10, 4000, 3000, 4096), (9, 4096, 3072, 4096),
+               (10, 8191, 8191, 8192))
 
 
 def fingerprint():
@@ -35,11 +41,18 @@ def load():
 def lookup(data, chapter, size, depth=None, tmem_cols=None):
     """The stored row for chapter at size^3 (depth None: the chapter's default; tmem_cols: the
     chapter as a published design with that TMEM allocation, None: as the book writes it)."""
+
+    return lookup_shape(data, chapter, size, size, size, depth, tmem_cols)
+
+
+def lookup_shape(data, chapter, m, n, k, depth=None, tmem_cols=None):
+    """The stored row for chapter at M x N x K (as ``lookup``)."""
     from ..chapters import CHAPTERS
 
     want = depth if depth is not None else CHAPTERS[chapter].config.get("pipe_depth")
     for r in data["results"]:
-        if (r["chapter"], r["m"], r["pipe_depth"], r.get("tmem_cols")) == (chapter, size, want, tmem_cols):
+        if (r["chapter"], r["m"], r["n"], r["k"], r["pipe_depth"], r.get("tmem_cols")) == (
+                chapter, m, n, k, want, tmem_cols):
             return r
-    raise KeyError(f"no stored prediction for chapter {chapter} at {size}^3, depth {depth}: "
+    raise KeyError(f"no stored prediction for chapter {chapter} at {m} x {n} x {k}, depth {depth}: "
                    f"run tools/perf_predictions.py")

@@ -68,7 +68,7 @@ def units_for_tiles(chapter, m, n, tiles):
     from .chip import geometry
 
     geo = geometry(chapter)
-    total = (m // geo.tile_m) * (n // geo.tile_n)
+    total = -(-m // geo.tile_m) * -(-n // geo.tile_n)  # ragged M, N (chapter 10): partial tiles count
     units = math.ceil(total / tiles)
     if math.ceil(total / units) != tiles:
         raise ValueError(f"no persistent grid gives cluster 0 exactly {tiles} of {total} tiles")

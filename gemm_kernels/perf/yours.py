@@ -31,7 +31,7 @@ def _depth(name):
 
 def compare(rep, *, predict=None):
     """[(result, prediction, published figure or None)] for each measured chapter result the
-    model covers (chapters 4-9, square or not)."""
+    model covers (chapters 4-10, square or not)."""
     from .bench import MODELLED
     from .calibration import published
     from .model import predict as _predict
@@ -95,7 +95,7 @@ def render(rep, *, predict=None):
         lines.append(f"| {r.name} | {r.m} x {r.n} x {r.k} | {r.tflops:.0f} | {pred.range_text} | "
                      f"{verdict(r.tflops, pred)} | {'-' if pub is None else f'{pub:.0f}'} | {pred.bottleneck} |")
     if not rows:
-        lines.append("| (no chapter 4-9 result to compare) | | | | | | |")
+        lines.append("| (no chapter 4-10 result to compare) | | | | | | |")
     n_in = sum(verdict(r.tflops, p) == "inside" for r, p, _ in rows)
     lines += ["", f"{n_in} of {len(rows)} of your figures lie inside the model's range.", "",
               "## What the differences say about the parameters", ""]
