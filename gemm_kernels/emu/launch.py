@@ -138,6 +138,17 @@ def on_sms(sms):
         _placement["sms"] = before
 
 
+def _start_cluster(launch, cl, sched, fn, args):
+    """Lay out each CTA's shared memory (the dynamic region at 0x400, the plan's names for reports)
+    and give every thread of the cluster to the scheduler."""
+    for cta in cl.ctas:
+        cta.smem.dynamic_base = 0x400
+        cta.smem.static_next = 0x400 + launch.shared_bytes
+        cta.smem.set_names([(name, 0x400 + off, size) for name, off, size in launch.names])
+        for t in cta.threads:
+            sched.spawn(t, lambda: fn(*args))
+
+
 def _run_on_sms(launch, fn, args, nthreads, sms, policy, seed, only_clusters):
     """Every cluster at once on one scheduler, CTA i on SM i mod ``sms`` with the SM's TMEM."""
     sched = Scheduler(policy, seed)
@@ -159,12 +170,7 @@ def _run_on_sms(launch, fn, args, nthreads, sms, policy, seed, only_clusters):
             cta.tmem.sm = SmTmem(sched, sm)
         cta.sm = sm
     for cl in clusters:
-        for cta in cl.ctas:
-            cta.smem.dynamic_base = 0x400
-            cta.smem.static_next = 0x400 + launch.shared_bytes
-            cta.smem.set_names([(name, 0x400 + off, size) for name, off, size in launch.names])
-            for t in cta.threads:
-                sched.spawn(t, lambda: fn(*args))
+        _start_cluster(launch, cl, sched, fn, args)
     sched.run(lambda: "\n".join(launch.deadlock_report(cl) for cl in clusters))
     for cta in ctas:
         cta.finish_checks()
@@ -215,12 +221,7 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
             sched = Scheduler(policy, seed + index)
             launch.scheduler = sched
             cl = Cluster(launch, index, blocks, nthreads, launch.shared_bytes)
-            for cta in cl.ctas:
-                cta.smem.dynamic_base = 0x400
-                cta.smem.static_next = 0x400 + launch.shared_bytes
-                cta.smem.set_names([(name, 0x400 + off, size) for name, off, size in launch.names])
-                for t in cta.threads:
-                    sched.spawn(t, lambda: fn(*args))
+            _start_cluster(launch, cl, sched, fn, args)
             sched.run(lambda cl=cl: launch.deadlock_report(cl))
             for cta in cl.ctas:
                 cta.finish_checks()
