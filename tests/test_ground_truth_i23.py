@@ -1,9 +1,9 @@
 """Ground truth for step 10's edge tiles (tests/hopper/i23_cases.py): TMA loads past M, past K and
 wholly below a matrix, and stores clipped at M and at an N inside a padded pitch. The H200's outputs
-go to tests/data/h200_ground_truth_i23.json (not recorded yet: no H200 was lent when the cases were
-written); once there, the emulator must reproduce them byte for byte under two completion policies.
-Until then, the emulator's own run of the cases is checked for what the PTX ISA says (zeros past the
-bounds, whole boxes counted, nothing written outside the tensor map's bounds)."""
+are in tests/data/h200_ground_truth_i23.json (recorded 2026-12-01); the emulator reproduces them byte
+for byte under two completion policies. What the recording taught: loads fill zeros from column N
+exactly, but a store writes the last 16-byte chunk of each row whole, past N into the pitch (the
+PTX ISA does not say so). The emulator's own runs are also checked against those rules directly."""
 import json
 import os
 import sys
@@ -22,8 +22,7 @@ from tests.hopper.micro_kernels import check_emulator, tma_matrix  # noqa: E402
 
 ensure_numpy_compat()
 
-RECORDED = os.path.exists(cases.DATA)
-DOC = json.load(open(cases.DATA)) if RECORDED else {"cases": {}}
+DOC = json.load(open(cases.DATA))
 
 
 def _unswizzle(raw, box, mode):
@@ -47,35 +46,53 @@ def test_emulator_edge_loads_fill_zeros_and_count_whole_boxes():
         assert (box == want).all(), f"box at (col {c0}, row {r0})"
 
 
-def test_emulator_edge_stores_clip_at_m_and_n():
+def test_emulator_edge_stores_clip_at_m_and_the_16_byte_chunk_after_n():
     got = cases.CASE_BY_NAME["edge_stores"].run("emulator")
     full = got["global"]
     m, n = cases.ST_SHAPE
-    assert (full[:, n:] == cases.MARK).all(), "the padding columns of the pitch are never written"
-    assert (full[:m, :n] != cases.MARK).all(), "the clipped box wrote every element of D"
+    assert (full[m:] == cases.MARK).all(), "rows past M are never written"
+    assert (full[:m] != cases.MARK).all(), "the clipped box wrote D and the rest of each row's last 16-byte chunk"
     # element (r, c) of the box is read from staging byte swizzle(2 (r * 32 + c)): box 0's word there + 1
-    lin = 2 * (np.arange(m)[:, None] * cases.ST_BOX[1] + np.arange(n)[None, :])
+    lin = 2 * (np.arange(m)[:, None] * cases.ST_BOX[1] + np.arange(cases.ST_PITCH)[None, :])
     first = swizzle_offsets(lin, "64B") // 2 + 1
-    assert (full[:m, :n] == first).all(), "D holds box 0's first rows and columns (64B swizzle undone)"
+    assert (full[:m] == first).all(), "D holds box 0's first rows and columns (64B swizzle undone)"
 
 
-# Until the H200 recording exists, the replay is one ``hopper`` case (as tests/test_ground_truth_wgmma.py
-# does): skipped without an sm_90 GPU, like every hopper test in CI, and on one it fails with the command
-# that records it. Once the file exists, every case runs under two policies.
-_RECORD = ("no H200 recording of step 10's edge boxes yet: run `PYTHONPATH=. python3 tests/hopper/i23_cases.py "
-           "--out tests/data/h200_ground_truth_i23.json` on this GPU and commit the file")
+def test_emulator_ragged_loads_fill_zeros_from_n_exactly():
+    got = cases.CASE_BY_NAME["ragged_loads"].run("emulator")
+    boxes = got["smem"].reshape(len(cases.RG_LD_COORDS), -1)
+    mat = tma_matrix(np.uint16, cases.RG_ROWS, cases.RG_PITCH)
+    first = _unswizzle(boxes[0], cases.RG_BOX, "64B")
+    assert (first[:cases.RG_ROWS, :13] == mat[:, :13]).all()
+    assert (first[:, 13:] == 0).all() and (first[cases.RG_ROWS:] == 0).all(), "the padding loads as zeros"
+    assert (_unswizzle(boxes[1], cases.RG_BOX, "64B") == 0).all(), "a box past N inside the pitch is all zeros"
 
 
-def _replay_params():
-    if not RECORDED:
-        return [pytest.param(None, None, id="not-yet-recorded", marks=pytest.mark.hopper)]
-    return [(c.name, policy) for c in cases.CASES for policy in ("lazy", "eager")]
+def test_emulator_ragged_stores_write_to_the_end_of_the_16_byte_chunk():
+    got = cases.CASE_BY_NAME["ragged_stores"].run("emulator")
+    m = cases.RG_ROWS
+    for name, first_col in (("global_a", 0), ("global_b", 16)):
+        full = got[name]
+        written = full[:m] != cases.MARK
+        assert written[:, first_col:24].all() and not written[:, 24:].any() and not written[:, :first_col].any(), name
+        assert (full[m:] == cases.MARK).all()
 
 
-@pytest.mark.parametrize("name,policy", _replay_params())
+def test_a_ragged_store_whose_last_chunk_leaves_the_array_is_refused():
+    """The last row of a 13-column uint16 map whose memory ends at column 13: the store would write
+    columns 13-15 past the end, so the emulator refuses, naming the pitch to give."""
+    from gemm_kernels import emu
+    from gemm_kernels.emu.errors import MemoryFault
+
+    buf = np.zeros(4 * 16 + 13, np.uint16)
+    view = np.lib.stride_tricks.as_strided(buf, shape=(5, 13), strides=(32, 2))
+    tm = emu.TensorMapModel(view, 8, 16, "32B", name="D")
+    with pytest.raises(MemoryFault, match="16-byte chunk.*Give the array 16 columns of pitch"):
+        tm.write_box(0, 0, np.ones(8 * 16, np.uint16).view(np.uint8))
+
+
+@pytest.mark.parametrize("name,policy", [(c.name, policy) for c in cases.CASES for policy in ("lazy", "eager")])
 def test_emulator_replays_h200(name, policy):
-    if name is None:
-        pytest.fail(_RECORD)
     if policy == "lazy":  # once per case: the recording is of this GPU's cases
         assert "H200" in DOC["gpu"]["name"], DOC["gpu"]
         assert set(DOC["cases"]) == {c.name for c in cases.CASES}

@@ -6,10 +6,9 @@ Blackwell's MMAs use, the swizzle field's bit positions aside).
 
 * On the CPU: the probe kernel compiles for sm_90a (NVRTC), and the replay machinery is checked on
   the model itself (encode D as the warpgroup's registers, decode it, recover every read position).
-* ``tests/data/h200_wgmma_operands.json``, once recorded on an H200, is replayed here in CI: every
-  case's D (both runs) must equal what the model computes from the same shared-memory image. Until
-  it exists, one ``hopper`` test stands for it (skipped without an sm_90 GPU; on one, it fails and
-  says how to record).
+* ``tests/data/h200_wgmma_operands.json``, recorded on an H200 on 2026-12-01 (24 cases), is replayed
+  here in CI: every case's D (both runs) must equal what the model computes from the same
+  shared-memory image.
 * ``-m hopper`` on an sm_90 GPU: the same comparison live.
 """
 import json
@@ -84,8 +83,6 @@ def test_swizzled_k_major_reads_ignore_lbo_in_the_model():
 
 
 def _recorded():
-    if not os.path.exists(RECORDING):
-        return [pytest.param(None, id="not-yet-recorded", marks=pytest.mark.hopper)]
     with open(RECORDING) as f:
         doc = json.load(f)
     return [pytest.param(c, id=c["name"]) for c in doc["cases"]]
@@ -105,10 +102,14 @@ def _compare(entry):
 
 @pytest.mark.parametrize("entry", _recorded())
 def test_recorded_wgmma_reads_match_the_model(entry):
-    if entry is None:
-        pytest.fail("no H200 recording yet: run `PYTHONPATH=. python3 tests/hopper/wgmma_operands.py --out "
-                    "tests/data/h200_wgmma_operands.json` on this sm_90 GPU and commit the file", pytrace=False)
     _compare(entry)
+
+
+def test_the_recording_is_an_h200s_and_covers_every_case():
+    with open(RECORDING) as f:
+        doc = json.load(f)
+    assert "H200" in doc["metadata"]["gpu"]["name"], doc["metadata"]["gpu"]
+    assert [c["name"] for c in doc["cases"]] == [c[0] for c in wo.cases()]
 
 
 @pytest.mark.hopper

@@ -48,9 +48,9 @@ def test_padded_pitch_view():
 
 def test_nothing_written_outside_d():
     """D as a view into a larger array filled with a sentinel: every element around D (the rows
-    above and below, the columns left and right, the padding of its pitch) keeps the sentinel.
-    Without the TMA's clipping at N (the tensor map's row length, not the pitch) the edge tile's
-    stores would overwrite the columns right of D (checked by clipping at the pitch instead)."""
+    above and below, the columns left and right) keeps the sentinel. A TMA store of a ragged edge
+    writes each row's last 16-byte chunk whole (recorded on an H200), which here would be columns
+    21-23 of ``big``: so the kernel stores into a padded D of its own and the host copies the view."""
     m, n, k = 37, 13, 72
     guard, sentinel = 8, np.float16(-7.0)
     big = np.full((m + 2 * guard, 32), sentinel, dtype=np.float16)  # rows of 64 B: 16-byte aligned

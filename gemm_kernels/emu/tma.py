@@ -77,13 +77,37 @@ class TensorMapModel:
         return out.view(np.uint8).ravel()
 
     def write_box(self, c0, c1, data):
+        """Store a box, clipped at the map's bounds: rows exactly at M, columns at the end of the 16-byte
+        chunk that holds column N - 1. An H200 writes that last chunk whole (tests/hopper/i23_cases.py,
+        ragged_stores: a 17-column map of uint16 gets columns 17-23 written too), while loads fill
+        exactly from column N on; so a row's padding up to the next 16 bytes is written by a store."""
         rows, cols = self.box
         box = data.view(self.array.dtype).reshape(rows, cols)
         R, C = self.array.shape
+        reach = -(-C * self.elem // 16) * 16 // self.elem  # columns a store may write
         r0, r1 = max(c1, 0), min(c1 + rows, R)
-        k0, k1 = max(c0, 0), min(c0 + cols, C)
+        k0, k1 = max(c0, 0), min(c0 + cols, reach)
         if r0 < r1 and k0 < k1:
-            self.array[r0:r1, k0:k1] = box[r0 - c1:r1 - c1, k0 - c0:k1 - c0]
+            target = self.array if k1 <= C else self._rows_to_chunk_end(reach)
+            target[r0:r1, k0:k1] = box[r0 - c1:r1 - c1, k0 - c0:k1 - c0]
+
+    def _rows_to_chunk_end(self, reach):
+        """The map's rows widened to ``reach`` columns (the padding a ragged store writes), refused
+        when the last row's chunk would lie past the memory the array lives in."""
+        from numpy.lib.array_utils import byte_bounds
+
+        arr = self.array
+        root = arr
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        end = arr.ctypes.data + (arr.shape[0] - 1) * arr.strides[0] + reach * self.elem
+        if end > byte_bounds(root)[1]:
+            raise MemoryFault(
+                f"TMA store into {self.name}: its rows are {arr.shape[1]} elements ({arr.shape[1] * self.elem} B) "
+                f"long, so a store writes each row's last 16-byte chunk whole (columns {arr.shape[1]}-{reach - 1}, "
+                f"as an H200 does), and the last row's chunk lies past the end of the array's memory. Give the "
+                f"array {reach} columns of pitch and map its first {arr.shape[1]}.")
+        return np.lib.stride_tricks.as_strided(arr, shape=(arr.shape[0], reach), strides=arr.strides)
 
 
 def tensor_map(thread, address):

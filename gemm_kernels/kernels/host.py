@@ -132,19 +132,24 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
     (am, ak), (bm, bk), (dm, dn, *dswz) = boxes  # the D box may name its swizzle (default 128B)
     k_tiles = k // 64 if k_tiles is None else k_tiles
     pitch = n if d_pitch is None else d_pitch
-    d = np.zeros((m, pitch), dtype=np.float16)[:, :n] if out is None else out
-    dspec = ("D", d, dm, dn) + tuple(dswz)
     if backend == "emulator":
-        addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), dspec])
+        # D is ours, as on the GPU below: a store of a ragged edge writes the row's last 16-byte chunk
+        # whole (recorded on an H200), so it must never be the caller's view of a wider array
+        d = np.zeros((m, pitch), dtype=np.float16)[:, :n]
+        addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), ("D", d, dm, dn) + tuple(dswz)])
         clc = {} if resident is None else {"resident": resident}
         launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k_tiles,) + tuple(extra), plan=plan,
                                  cluster=cluster, policy=policy, seed=seed, trace=trace, tensor_maps=models, **clc)
+        if out is not None:
+            out[...] = d
+            d = out
         return Launched(d, backend, launch) if trace else d
     from numba import cuda
 
     da, db = cuda.to_device(a), cuda.to_device(b)
     d_full = cuda.to_device(np.zeros((m, pitch), dtype=np.float16))
-    dd = d_full if pitch == n else FirstColumns(d_full, n)  # the map's rows are N long: the padding is never written
+    # the map's rows are N long; a ragged edge's store also writes the padding up to the next 16 bytes
+    dd = d_full if pitch == n else FirstColumns(d_full, n)
     addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn) + tuple(dswz)])
     args = tuple(np.uint64(x) for x in addrs) + (np.int32(k_tiles),) + tuple(extra)
     if cluster != (1, 1, 1) and resident is None:

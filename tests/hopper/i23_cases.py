@@ -11,8 +11,11 @@ uses it, a Hopper-shared behaviour.
 
 Same scheme as micro_kernels.py and i13_cases.py (whose launcher and helpers this reuses): each
 kernel writes what it observes; ``python tests/hopper/i23_cases.py --out tests/data/h200_ground_truth_i23.json``
-records the GPU's outputs (NOT RUN YET: no H200 was lent when this was written), and
-tests/test_ground_truth_i23.py replays the emulator against them byte for byte."""
+records the GPU's outputs (recorded on an H200 on 2026-12-01), and tests/test_ground_truth_i23.py
+replays the emulator against them byte for byte. The first run found that a store writes the last
+16-byte chunk of each row whole (columns 13-15 of a 13-column map); ragged_loads and ragged_stores
+were added to pin that down: loads fill zeros from column N exactly, stores write to the end of the
+16-byte chunk that holds column N - 1."""
 from __future__ import annotations
 
 import argparse
@@ -42,31 +45,40 @@ LD_BAR = len(LD_COORDS) * LD_BOX_BYTES
 LD_SMEM = LD_BAR + 64
 
 
-@cuda.jit
-def k_edge_loads(tmap, out, status):
-    """Shared memory filled with 0xA5, then thread 0 announces three whole boxes and loads them (one
-    barrier); out: every byte of the three boxes; status[0]: the barrier's phase completed."""
-    smem = cuda.shared.array(0, uint8, alignment=1024)
-    base = ptx.shared_addr(smem)
-    tid = cuda.threadIdx.x
-    bar = base + uint32(LD_BAR)
-    for i in range(tid, LD_BAR, 128):
-        smem[i] = 0xA5
-    ptx.fence_proxy_async()
-    if tid == 0:
-        ptx.fence_proxy_tensormap_acquire(tmap)
-        ptx.mbarrier_init(bar, 1)
-        ptx.fence_mbarrier_init()
-    cuda.syncthreads()
-    if tid == 0:
-        ptx.mbarrier_arrive_expect_tx(bar, LD_BAR)  # whole boxes, the zero-filled bytes included
-        for j in range(len(LD_COORDS)):
-            c0, c1 = LD_COORDS[j]
-            ptx.tma_load_2d(base + uint32(j * LD_BOX_BYTES), tmap, uint32(c0), uint32(c1), bar)
-        status[0] = bounded_wait(bar, 0)
-    cuda.syncthreads()
-    for i in range(tid, LD_BAR, 128):
-        out[i] = smem[i]
+def loads_kernel(coords, box_bytes):
+    """A kernel that fills shared memory with 0xA5, then has thread 0 announce len(coords) whole boxes on
+    one barrier and load box j at coords[j] (col, row); out: every byte of the boxes; status[0]: the
+    barrier's phase completed."""
+    total = len(coords) * box_bytes
+
+    @cuda.jit
+    def k_loads(tmap, out, status):
+        smem = cuda.shared.array(0, uint8, alignment=1024)
+        base = ptx.shared_addr(smem)
+        tid = cuda.threadIdx.x
+        bar = base + uint32(total)
+        for i in range(tid, total, 128):
+            smem[i] = 0xA5
+        ptx.fence_proxy_async()
+        if tid == 0:
+            ptx.fence_proxy_tensormap_acquire(tmap)
+            ptx.mbarrier_init(bar, 1)
+            ptx.fence_mbarrier_init()
+        cuda.syncthreads()
+        if tid == 0:
+            ptx.mbarrier_arrive_expect_tx(bar, total)  # whole boxes, the zero-filled bytes included
+            for j in range(len(coords)):
+                c0, c1 = coords[j]
+                ptx.tma_load_2d(base + uint32(j * box_bytes), tmap, uint32(c0), uint32(c1), bar)
+            status[0] = bounded_wait(bar, 0)
+        cuda.syncthreads()
+        for i in range(tid, total, 128):
+            out[i] = smem[i]
+
+    return k_loads
+
+
+k_edge_loads = loads_kernel(LD_COORDS, LD_BOX_BYTES)
 
 
 def _case_edge_loads(backend, policy, seed):
@@ -120,6 +132,67 @@ def _case_edge_stores(backend, policy, seed):
     return {"global": full, "status": status}
 
 
+# -- 3. where exactly the edge falls when N is not a multiple of 8 (16-byte granularity?) ------------
+# The first H200 run of edge_stores wrote the padding columns 13-15 of a 13-column D (the row's last
+# 16-byte chunk), so these pin the granularity: loads from and stores to a view of a 32-column
+# backing array whose padding holds known values, at N = 13 (26 B, chunk edge at 32 B) and N = 17
+# (34 B: 16-byte chunks end at 48 B, 32-byte ones at 64 B, the pitch at 64 B).
+RG_BOX = (128, 32)  # 64 B rows, 64B swizzle
+RG_BOX_BYTES = RG_BOX[0] * RG_BOX[1] * 2
+RG_PITCH = 32
+RG_ROWS = 5
+RG_LD_COORDS = ((0, 0), (16, 0))  # N = 13: the ragged box, and one that starts past N inside the pitch
+RG_ST_COORDS = ((0, 0), (16, 0))  # N = 17: the ragged box (first map), and one starting at column 16
+RG_LD_BAR = len(RG_LD_COORDS) * RG_BOX_BYTES
+
+
+k_ragged_loads = loads_kernel(RG_LD_COORDS, RG_BOX_BYTES)
+
+
+def _ragged_backing():
+    return tma_matrix(np.uint16, RG_ROWS, RG_PITCH)  # every element distinct, the padding too
+
+
+def _case_ragged_loads(backend, policy, seed):
+    full = _ragged_backing()
+    out = np.zeros(RG_LD_BAR, np.uint8)
+    status = np.zeros(2, np.uint32)
+    _launch(backend, k_ragged_loads, 1, 128, ("tmap0", out, status), smem=RG_LD_BAR + 64,
+            maps=[(full[:, :13], RG_BOX, "64B")], policy=policy, seed=seed)
+    return {"smem": out, "status": status}
+
+
+@cuda.jit
+def k_ragged_stores(tmap_a, tmap_b, status):
+    """Two staging boxes (values as in k_edge_stores); box 0 -> tmap_a at (0, 0), box 1 -> tmap_b at
+    (16, 0); one bulk group, waited for."""
+    smem = cuda.shared.array(0, uint8, alignment=1024)
+    half = cuda.shared.array(0, uint16, alignment=1024)
+    tid = cuda.threadIdx.x
+    base = ptx.shared_addr(smem)
+    for i in range(tid, 2 * RG_BOX_BYTES // 2, 128):
+        half[i] = (i // (RG_BOX_BYTES // 2)) * 0x1000 + (i % (RG_BOX_BYTES // 2)) % 0x1000 + 1
+    ptx.fence_proxy_async()
+    cuda.syncthreads()
+    if tid == 0:
+        ptx.fence_proxy_tensormap_acquire(tmap_a)
+        ptx.fence_proxy_tensormap_acquire(tmap_b)
+        ptx.tma_store_2d(tmap_a, uint32(0), uint32(0), base)
+        ptx.tma_store_2d(tmap_b, uint32(16), uint32(0), base + uint32(RG_BOX_BYTES))
+        ptx.bulk_commit_group()
+        ptx.bulk_wait_group_read0()
+        status[0] = 1
+
+
+def _case_ragged_stores(backend, policy, seed):
+    fa = np.full((RG_ROWS, RG_PITCH), MARK, np.uint16)
+    fb = np.full((RG_ROWS, RG_PITCH), MARK, np.uint16)
+    status = np.zeros(2, np.uint32)
+    _launch(backend, k_ragged_stores, 1, 128, ("tmap0", "tmap1", status), smem=2 * RG_BOX_BYTES,
+            maps=[(fa[:, :17], RG_BOX, "64B"), (fb[:, :17], RG_BOX, "64B")], policy=policy, seed=seed)
+    return {"global_a": fa, "global_b": fb, "status": status}
+
+
 CASES = [
     Case("edge_loads", "TMA 2D loads of a 128 x 64 box (128B swizzle) from a 5 x 72 uint16 matrix at (0, 0) (rows "
          "past M), (64, 0) (8 of 64 columns inside: the k-tail) and (0, 128) (wholly below); one barrier announced "
@@ -131,6 +204,16 @@ CASES = [
          "below)", _case_edge_stores,
          notes="global: D's whole backing array, 0x7777 before (the padding columns 13-15 must keep it); "
                "status[0]: the stores' reads waited for"),
+]
+CASES += [
+    Case("ragged_loads", "TMA 2D loads of a 128 x 32 box (64B swizzle) from a 5 x 13 uint16 view of a 5 x 32 array "
+         "(every element distinct, the padding columns too), at (0, 0) (N = 13 ends inside a 16-byte chunk) and "
+         "(16, 0) (a box that starts past N, inside the pitch)", _case_ragged_loads,
+         notes="smem: the two boxes as loaded; do the padding columns 13-15 load as zeros or as memory?"),
+    Case("ragged_stores", "TMA 2D stores of a 128 x 32 box (64B swizzle) into 5 x 17 uint16 views of two 5 x 32 "
+         "arrays (0x7777 before), at (0, 0) and at (16, 0)", _case_ragged_stores,
+         notes="global_a/global_b: the backing arrays; which of columns 17-31 the clipped boxes write tells the "
+               "store's granularity at the edge (16 B: up to column 23; 32 B or the pitch: up to 31)"),
 ]
 CASE_BY_NAME = {c.name: c for c in CASES}
 DATA = os.path.join(ROOT, "tests", "data", "h200_ground_truth_i23.json")
