@@ -79,8 +79,9 @@ class TensorMapModel:
     def write_box(self, c0, c1, data):
         """Store a box, clipped at the map's bounds: rows exactly at M, columns at the end of the 16-byte
         chunk that holds column N - 1. An H200 writes that last chunk whole (tests/hopper/i23_cases.py,
-        ragged_stores: a 17-column map of uint16 gets columns 17-23 written too), while loads fill
-        exactly from column N on; so a row's padding up to the next 16 bytes is written by a store."""
+        ragged_stores: a 17-column map of uint16 gets columns 17-23 written too; mode_stores: the same
+        without swizzle, with 128B and for uint32), while loads fill zeros exactly from column N on; so
+        a row's padding up to the next 16 bytes is written by a store."""
         rows, cols = self.box
         box = data.view(self.array.dtype).reshape(rows, cols)
         R, C = self.array.shape

@@ -193,6 +193,47 @@ def _case_ragged_stores(backend, policy, seed):
     return {"global_a": fa, "global_b": fb, "status": status}
 
 
+# -- 4. the same edge rule in the other swizzle modes and for 4-byte elements -----------------------
+# name: dtype, N (the map's columns), backing columns, box (rows, cols), swizzle
+MODES = (("none_u16", np.uint16, 21, 32, (8, 32), "none"),   # 42 B: the chunk ends at 48 B (column 23)
+         ("sw128_u16", np.uint16, 41, 64, (8, 64), "128B"),  # 82 B: ends at 96 B (column 47)
+         ("sw32_u32", np.uint32, 5, 16, (8, 8), "32B"))      # 20 B: ends at 32 B (column 7)
+MODE_ROWS = 3
+MODE_BOX_BYTES = tuple(r * c * np.dtype(t).itemsize for _, t, _, _, (r, c), _ in MODES)
+
+
+@cuda.jit
+def k_mode_stores(tmap_a, tmap_b, tmap_c, status):
+    """Staging bytes i hold (i + 1) & 0xFF; box j (1024-aligned) -> map j at (0, 0), one bulk group."""
+    smem = cuda.shared.array(0, uint8, alignment=1024)
+    tid = cuda.threadIdx.x
+    base = ptx.shared_addr(smem)
+    for i in range(tid, 3 * 1024, 128):
+        smem[i] = (i + 1) & 0xFF
+    ptx.fence_proxy_async()
+    cuda.syncthreads()
+    if tid == 0:
+        ptx.fence_proxy_tensormap_acquire(tmap_a)
+        ptx.fence_proxy_tensormap_acquire(tmap_b)
+        ptx.fence_proxy_tensormap_acquire(tmap_c)
+        ptx.tma_store_2d(tmap_a, uint32(0), uint32(0), base)
+        ptx.tma_store_2d(tmap_b, uint32(0), uint32(0), base + uint32(1024))
+        ptx.tma_store_2d(tmap_c, uint32(0), uint32(0), base + uint32(2048))
+        ptx.bulk_commit_group()
+        ptx.bulk_wait_group_read0()
+        status[0] = 1
+
+
+def _case_mode_stores(backend, policy, seed):
+    assert max(MODE_BOX_BYTES) <= 1024
+    fulls = {name: np.full((MODE_ROWS, cols), 0x77, t) for name, t, _, cols, _, _ in MODES}
+    maps = [(fulls[name][:, :n], box, swz) for name, _, n, _, box, swz in MODES]
+    status = np.zeros(2, np.uint32)
+    _launch(backend, k_mode_stores, 1, 128, ("tmap0", "tmap1", "tmap2", status), smem=3 * 1024, maps=maps,
+            policy=policy, seed=seed)
+    return {**fulls, "status": status}
+
+
 CASES = [
     Case("edge_loads", "TMA 2D loads of a 128 x 64 box (128B swizzle) from a 5 x 72 uint16 matrix at (0, 0) (rows "
          "past M), (64, 0) (8 of 64 columns inside: the k-tail) and (0, 128) (wholly below); one barrier announced "
@@ -214,6 +255,12 @@ CASES += [
          "arrays (0x7777 before), at (0, 0) and at (16, 0)", _case_ragged_stores,
          notes="global_a/global_b: the backing arrays; which of columns 17-31 the clipped boxes write tells the "
                "store's granularity at the edge (16 B: up to column 23; 32 B or the pitch: up to 31)"),
+]
+CASES += [
+    Case("mode_stores", "TMA 2D stores clipped at a ragged N in three more settings: no swizzle (uint16, N = 21), "
+         "128B (uint16, N = 41) and 32B (uint32, N = 5), each into a view of a wider array of 0x77", _case_mode_stores,
+         notes="each backing array: which columns past N the store wrote (the 16-byte chunk rule predicts up to "
+               "columns 23, 47 and 7)"),
 ]
 CASE_BY_NAME = {c.name: c for c in CASES}
 DATA = os.path.join(ROOT, "tests", "data", "h200_ground_truth_i23.json")
