@@ -103,7 +103,8 @@ def load(url, expressions=(), *, settle_s=2.0, timeout_s=60.0, screenshot=None, 
             if method == "Page.loadEventFired":
                 loaded_at = time.time()
                 for expr in expressions:
-                    pending[send(browser, "Runtime.evaluate", session, expression=expr, returnByValue=True)] = expr
+                    pending[send(browser, "Runtime.evaluate", session, expression=expr, returnByValue=True,
+                                  awaitPromise=True)] = expr  # a Promise expression may wait for the page
             elif method == "Runtime.exceptionThrown":
                 d = params["exceptionDetails"]
                 report.errors.append("exception: " + d.get("exception", {}).get("description", d.get("text", "")))
