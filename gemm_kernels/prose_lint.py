@@ -43,7 +43,7 @@ NUMBER_WORDS = {
     "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
     "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "hundred": 100, "thousand": 1000,
     "million": 10**6, "billion": 10**9, "dozen": 12, "single": 1, "once": 1, "twice": 2,
-    "thrice": 3, "double": 2, "doubles": 2, "doubled": 2, "half": 0.5, "halves": 0.5,
+    "thrice": 3, "double": 2, "doubles": 2, "doubled": 2, "half": 0.5, "halve": 0.5, "halves": 0.5,
     "halved": 0.5, "quarter": 0.25, "triple": 3, "tripled": 3,
 }
 

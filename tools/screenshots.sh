@@ -8,7 +8,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 HTML_DIR="$(realpath "${1:-_build/html}")"
-OUT_DIR="${2:-_build/screenshots}"
+OUT_DIR="$(realpath -m "${2:-_build/screenshots}")"
 WIDTH="${WIDTH:-1280}"
 HEIGHT="${HEIGHT:-2400}"
 
@@ -32,15 +32,18 @@ cd "$HTML_DIR"
 for page in intro.html book/*.html chapters/*.html; do
     [ -f "$page" ] || continue
     name="$(echo "${page%.html}" | tr '/' '_')"
-    out="$(realpath -m "$OLDPWD/$OUT_DIR")/$name.png"
+    out="$OUT_DIR/$name.png"
     "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
         --disable-component-update --disable-sync --no-first-run --hide-scrollbars \
         --user-data-dir="$profile" --virtual-time-budget=5000 \
         --window-size="$WIDTH,$HEIGHT" --screenshot="$out" "file://$HTML_DIR/$page" >/dev/null 2>&1
     echo "screenshots: $out"
-    if grep -q 'class="gk-interactive"' "$page"; then  # the interactive trace view, scrolled to
-        out="${out%.png}-interactive.png"
-        "$PYTHON" "$OLDPWD/tests/chromium_page.py" "$page" "$out" ".gk-interactive"
-        echo "screenshots: $out"
-    fi
+    # the interactive elements, each scrolled to: the trace view (a debugger) and the MMA explorer
+    for cls in gk-interactive gk-explorer; do
+        if grep -q "class=\"[^\"]*\b$cls\b" "$page"; then
+            shot="${out%.png}-$cls.png"
+            "$PYTHON" "$OLDPWD/tests/chromium_page.py" "$page" "$shot" ".$cls"
+            echo "screenshots: $shot"
+        fi
+    done
 done
