@@ -45,7 +45,8 @@ SA = ("SemiAnalysis (K. Chen, D. Patel), 'Dissecting Nvidia Blackwell - Tensor C
 TS = "TileSight (Mo et al., arXiv 2607.22432, 2026)"
 SPEC = "NVIDIA B200 specification (DGX B200 datasheet: dense FP16/BF16 2.25 PFLOP/s, HBM3e 8 TB/s)"
 QUERY = "a B200 device query (pytorch/ao PR #4002): 148 SMs, 126.5 MB L2, 7680-bit HBM at 3996 MHz"
-DISPATCH = ("dogacel.github.io, 'Four counter-intuitive lessons from deep-diving GPU kernel dispatch overhead' "
+DISPATCH_TITLE = "Four counter-intuitive lessons from deep-diving GPU kernel dispatch overhead"
+DISPATCH = (f"dogacel.github.io, '{DISPATCH_TITLE}' "
             "(2026), on a B200: a 24 us kernel took 25.8 us per call by CUDA graph and 28.3 us by cuLaunchKernel")
 POWER = ("no source gives the clock a B200 sustains under a long GEMM. What the sources give: the boost clock, "
          "1.965 GHz (ByteDance-Seed/VeOmni PR #986); the datasheet's dense fp16 2.25 PFLOP/s, 1.86 GHz at 148 SMs x "
