@@ -12,8 +12,11 @@ effects (log ratios to the figure) that lower the figure are added as independen
 
 Speed: a share is a fill, T identical tiles and a drain, and each tile a fill, K/64 identical
 k-blocks and an epilogue, so once the ring is steady its span is linear in T and in K. The model
-runs cluster 0 at 1 and 2 tiles of a short K and 1 tile of twice that K and extrapolates to the full problem
-(``exact=True`` runs it whole; tests/test_perf_steady.py checks that the two agree)."""
+runs cluster 0 at 1 and 2 tiles of a short K (the emulator's cost is mostly the tiles' epilogues) and
+extrapolates to the full problem: each further tile adds the difference of the two runs, each further
+k-block the steady k-block cadence read off the last tile's MMA starts over whole ring turns
+(``exact=True`` runs it whole; tests/test_perf_steady.py checks that the two agree to 0.1%). Costs
+are in cycles, so a share does not depend on the clock and runs at any clock are one cached run."""
 from __future__ import annotations
 
 import math
