@@ -53,7 +53,9 @@ POWER = ("no source gives the clock a B200 sustains under a long GEMM. What the 
          "8192 FLOP/cycle; TileSight's MMA-only microbenchmark (Table 3), 2185 TFLOP/s = 1.80 GHz, under the least "
          "power a tensor-core workload draws; and analogues of a power-limited GEMM running well below boost: an "
          "H200 at its 700 W limit holds about 1500 of its 1830 MHz under full load (tile-ai/TileOPs #1587), and a "
-         "GB300's cuBLAS GEMM falls with its power cap (facebookexperimental/triton #2023)")
+         "GB300's cuBLAS GEMM falls with its power cap (facebookexperimental/triton #2023). The sources this book "
+         "holds give no B200 base clock and no power-limit (TDP) figure from which a sustained clock could be "
+         "derived")
 
 PARAMS = {
     "sm_count": Param(148, "SMs", 148, 148, f"{QUERY}; {CC}: 74 SMs per die, two dies"),
