@@ -12,8 +12,11 @@ effects (log ratios to the figure) that lower the figure are added as independen
 
 Speed: a share is a fill, T identical tiles and a drain, and each tile a fill, K/64 identical
 k-blocks and an epilogue, so once the ring is steady its span is linear in T and in K. The model
-runs cluster 0 at 1 and 2 tiles of a short K and 1 tile of twice that K and extrapolates to the full problem
-(``exact=True`` runs it whole; tests/test_perf_steady.py checks that the two agree)."""
+runs cluster 0 at 1 and 2 tiles of a short K (the emulator's cost is mostly the tiles' epilogues) and
+extrapolates to the full problem: each further tile adds the difference of the two runs, each further
+k-block the steady k-block cadence read off the last tile's MMA starts over whole ring turns
+(``exact=True`` runs it whole; tests/test_perf_steady.py checks that the two agree to 0.1%). Costs
+are in cycles, so a share does not depend on the clock and runs at any clock are one cached run."""
 from __future__ import annotations
 
 import math
@@ -119,37 +122,56 @@ class _Steady:
     trace: object = None
 
 
-_FIELDS = ("span_cycles", "tc_busy_cycles", "tma_busy_cycles", "load_bytes", "mma_flops")
-
-
 #: what one tile's epilogue costs the emulator, in k-blocks' worth of its time (for choosing the
 #: cheaper of the exact run and the extrapolation; it changes no figure)
 _EPILOGUE_KBLOCKS = 16
 
 
-def steady_points(chapter, k, tiles_full, persistent, depth, *, always=False):
-    """The (tiles, K) runs the extrapolation uses: 1 and 2 tiles at a short K1 (K1 > 2 x depth
-    k-blocks: the ring fills and runs steadily) and 1 tile at 2 K1; or None where the full run is
-    as cheap (unless ``always``) or there is nothing to extrapolate."""
+def _block_k(chapter):
     from ..chapters import CHAPTERS
 
     ch = CHAPTERS[chapter]  # the kernel's k-block (chapter 10's shape rule, tile[2] = 8, is not one)
-    block_k = getattr(ch._mod(), "BLOCK_K", ch.tile[2])
+    return getattr(ch._mod(), "BLOCK_K", ch.tile[2])
+
+
+def steady_points(chapter, k, tiles_full, persistent, depth, *, always=False):
+    """The short runs the extrapolation uses: (tiles, K1) for 1 and 2 tiles (or the share's own 1 or 2),
+    at a K1 of more than twice the ring's depth in k-blocks (the ring fills and then runs steadily).
+    Returns (tiles per run, K1), or None where the full run is as cheap (unless ``always``) or K is
+    no longer than K1."""
+    block_k = _block_k(chapter)
     k1 = max(8, 2 * (depth or 1) + 4) * block_k
     tiles = tiles_full if persistent else 1
     ts = (1, 2) if tiles > 2 else (tiles,)
-    ks = (k1, 2 * k1) if k > 2 * k1 else (k,)
-    runs = [(ts[0], ks[0])] + [(t, ks[0]) for t in ts[1:]] + [(ts[0], kk) for kk in ks[1:]]
-    cost = sum(t * (kk // block_k + _EPILOGUE_KBLOCKS) for t, kk in runs)
-    if len(runs) == 1 or (cost >= tiles * (k // block_k + _EPILOGUE_KBLOCKS) and not always):
+    if k <= k1 and len(ts) == 1:
         return None
-    return ts, ks
+    k1 = min(k1, k)
+    cost = sum(t * (k1 // block_k + _EPILOGUE_KBLOCKS) for t in ts)
+    if cost >= tiles * (k // block_k + _EPILOGUE_KBLOCKS) and not always:
+        return None
+    return ts, k1
+
+
+def kblock_period(share, tiles, kblocks, depth):
+    """The steady cadence of one k-block, cycles: in the run's last tile, the time between the first
+    MMA of a k-block and the first MMA W k-blocks later, over the last W k-blocks (W a whole number of
+    ring turns, ``depth`` k-blocks each, so a ring's uneven turn averages out; the first turns of the
+    tile, where the ring fills or the previous tile's epilogue competes, are left out)."""
+    starts = share.mma_starts
+    per_kblock, rest = divmod(len(starts), tiles * kblocks)
+    if rest or not per_kblock:
+        raise ValueError(f"{len(starts)} MMAs do not split into {tiles} tiles of {kblocks} k-blocks")
+    d = depth or 1
+    window = d * max(1, (kblocks - d - 1) // d)
+    last = (tiles * kblocks - 1) * per_kblock  # first MMA of the last k-block
+    return (starts[last] - starts[last - window * per_kblock]) / window
 
 
 def _share(chapter, m, n, k, cfg, costs, tiles_full, geo, exact, keep_trace, sms):
     """One SM's share of the full problem: run as it is (``exact``, or where that is as cheap), or
     extrapolated from the short runs of ``steady_points``: linearly in the tiles (each tile after
-    the first adds the same time) and in K (each k-block adds the same time to every tile).
+    the first adds the same time: the difference of the 1- and 2-tile runs) and in K (each k-block
+    adds the steady k-block cadence of ``kblock_period`` to every tile).
 
     The short runs use the smallest problem that gives cluster 0 the same work: t tiles of one
     tile row (timing mode has no values, and a tile's cost does not depend on where it lies), so
@@ -157,31 +179,41 @@ def _share(chapter, m, n, k, cfg, costs, tiles_full, geo, exact, keep_trace, sms
     from .share import run_share
 
     persistent = geo.persistent
-    points = None if exact or keep_trace else steady_points(chapter, k, tiles_full, persistent, cfg.get("pipe_depth"),
+    depth = cfg.get("pipe_depth")
+    points = None if exact or keep_trace else steady_points(chapter, k, tiles_full, persistent, depth,
                                                             always=exact is False)
     if points is None:
         return run_share(chapter, m, n, k, sm_count=sms, keep_trace=keep_trace, costs=costs, **cfg)
-    ts, ks = points
+    ts, k1 = points
 
-    def run(t, kk):
+    def run(t):
         if persistent:
-            return run_share(chapter, geo.tile_m * t, geo.tile_n, kk, sm_count=sms, costs=costs, tiles=t, **cfg)
-        return run_share(chapter, geo.tile_m, geo.tile_n, kk, sm_count=sms, costs=costs, **cfg)
+            return run_share(chapter, geo.tile_m * t, geo.tile_n, k1, sm_count=sms, costs=costs, tiles=t, **cfg)
+        return run_share(chapter, geo.tile_m, geo.tile_n, k1, sm_count=sms, costs=costs, **cfg)
 
-    base = run(ts[0], ks[0])
-    more_t = run(ts[1], ks[0]) if len(ts) == 2 else base
-    more_k = run(ts[0], ks[1]) if len(ks) == 2 else base
-    ft = (tiles_full - ts[0]) / (ts[1] - ts[0]) if len(ts) == 2 else 0.0
-    fk = (k - ks[0]) / (ks[1] - ks[0]) if len(ks) == 2 else 0.0
+    runs = [run(t) for t in ts]
+    base, t0 = runs[0], ts[0]
     n_tiles = tiles_full if persistent else 1
+    kb1 = -(-k1 // _block_k(chapter))
+    more_k = -(-k // _block_k(chapter)) - kb1  # k-blocks each tile adds (a ragged K's last one is a whole one)
+    more_t = n_tiles - t0  # tiles beyond the base run
 
-    def ext(field):
-        f0 = getattr(base, field)
-        per_tile = getattr(more_t, field) - f0
-        per_k_of_one_tile = (getattr(more_k, field) - f0) / ts[0]
-        return f0 + ft * per_tile + fk * n_tiles * per_k_of_one_tile
+    def per_tile(field):
+        return getattr(runs[1], field) - getattr(base, field) if len(runs) == 2 else 0.0
 
-    return _Steady(*(ext(f) for f in _FIELDS), base.shared_bytes, base.threads, base.tmem_cols)
+    def per_kblock(value):  # a figure that grows with every k-block of every tile and nothing else
+        return value / (t0 * kb1)
+
+    period = kblock_period(runs[-1], ts[-1], kb1, depth) if more_k else 0.0
+    span = base.span_cycles + more_t * per_tile("span_cycles") + n_tiles * more_k * period
+    loads_busy = base.tma_busy_cycles - base.store_busy_cycles
+
+    def grown(field, kblock_share):
+        return getattr(base, field) + more_t * per_tile(field) + n_tiles * more_k * per_kblock(kblock_share)
+
+    return _Steady(span, grown("tc_busy_cycles", base.tc_busy_cycles), grown("tma_busy_cycles", loads_busy),
+                   grown("load_bytes", base.load_bytes), grown("mma_flops", base.mma_flops),
+                   base.shared_bytes, base.threads, base.tmem_cols)
 
 
 def predict(chapter, m, n, k, pipe_depth=None, *, values=None, with_range=True, harness="back-to-back",
@@ -216,6 +248,10 @@ def predict(chapter, m, n, k, pipe_depth=None, *, values=None, with_range=True, 
     return replace(nominal, wall_s=time.perf_counter() - t_wall)
 
 
+_OCCUPANCY = {}  # (chapter, config, TMEM columns, the SM's limits) -> resident CTAs per SM
+_OCCUPANCY_PARAMS = ("smem_bytes_per_sm", "threads_per_sm", "tmem_cols_per_sm")
+
+
 def _predict(chapter, m, n, k, pipe_depth, values, *, harness, tmem_cols, exact, keep_trace=False):
     cfg, depth = _config(chapter, pipe_depth)
     geo = chip.geometry(chapter, cfg)
@@ -225,8 +261,11 @@ def _predict(chapter, m, n, k, pipe_depth, values, *, harness, tmem_cols, exact,
     units_on_chip = sms // geo.ctas_per_unit
     per_unit = math.ceil(len(order) / units_on_chip)  # tiles of the busiest unit (CTAs on the busiest SM)
     # occupancy only matters for one-tile-per-CTA grids, whose share is one tile: run it at the L2
-    # figures of a chip-wide round first, then correct the concurrency once known.
-    occ = 1
+    # figures of a chip-wide round first, then correct the concurrency once known. The occupancy
+    # depends on the launch alone (shared memory, threads, TMEM columns), not on the costs, so the
+    # first prediction of a design remembers it for the others (its range's settings).
+    occ_key = (chapter, tuple(sorted(cfg.items())), tmem_cols, *(values[p] for p in _OCCUPANCY_PARAMS))
+    occ = _OCCUPANCY.get(occ_key, 1)
     for _ in range(2):
         concurrent = min(len(order), units_on_chip * occ)
         traffic = chip.l2_traffic(order, geo, k, concurrent, values=values)
@@ -238,6 +277,7 @@ def _predict(chapter, m, n, k, pipe_depth, values, *, harness, tmem_cols, exact,
         if new_occ == occ:
             break
         occ = new_occ
+    _OCCUPANCY[occ_key] = occ
     copies = 1 if geo.persistent else per_unit  # how many times the busiest SM runs the share
     # shared memory: the TMA's writes and the tensor core's operand reads share its bandwidth
     smem_bytes = copies * (share.load_bytes + share.mma_flops * geo.smem_read_bytes_per_flop)

@@ -2,9 +2,10 @@
 sources give. Nothing else in gemm_kernels.perf holds a number of the chip.
 
 These are published figures of the chip (specifications and other people's microbenchmarks), read
-by us, not measurements of ours. One parameter, the TMA's latency under load, is set on the
-calibration set (calibration.py) inside the range its sources allow, and says so. There is no
-per-chapter or per-size factor anywhere in the model.
+by us, not measurements of ours. Each says its ``basis``: one parameter, the TMA's latency under
+load, is set on the calibration set (calibration.py) inside the range its sources allow; one, the
+sustained clock, is derived from a published GEMM figure (no source gives it); the others are
+sourced. There is no per-chapter or per-size factor anywhere in the model.
 
 Each entry: value, unit, (low, high) the sources span, source. ``low``/``high`` are the parameter's
 own ends; ``pessimistic``/``optimistic`` give the ends that make a kernel slower or faster. A
@@ -24,6 +25,10 @@ class Param:
     high: float
     source: str
     faster: str = ""  # "high" or "low": which end makes a kernel faster; "" for a fixed figure
+    #: where the value comes from: "sourced" (a published figure, or read off one), "derived" (computed
+    #: from published figures with an assumption the source text names), "calibrated" (chosen on the
+    #: calibration set inside the range its sources allow)
+    basis: str = "sourced"
 
     @property
     def pessimistic(self):
@@ -40,27 +45,32 @@ SA = ("SemiAnalysis (K. Chen, D. Patel), 'Dissecting Nvidia Blackwell - Tensor C
 TS = "TileSight (Mo et al., arXiv 2607.22432, 2026)"
 SPEC = "NVIDIA B200 specification (DGX B200 datasheet: dense FP16/BF16 2.25 PFLOP/s, HBM3e 8 TB/s)"
 QUERY = "a B200 device query (pytorch/ao PR #4002): 148 SMs, 126.5 MB L2, 7680-bit HBM at 3996 MHz"
-DISPATCH = ("dogacel.github.io, 'Four counter-intuitive lessons from deep-diving GPU kernel dispatch overhead' "
+DISPATCH_TITLE = "Four counter-intuitive lessons from deep-diving GPU kernel dispatch overhead"
+DISPATCH = (f"dogacel.github.io, '{DISPATCH_TITLE}' "
             "(2026), on a B200: a 24 us kernel took 25.8 us per call by CUDA graph and 28.3 us by cuLaunchKernel")
-POWER = ("no sustained B200 GEMM clock is published. Analogues: an H200 at 700 W holds about 1500 of its 1830 MHz "
-         "under full load (tile-ai/TileOPs #1587); a GB300's cuBLAS GEMM falls with the power cap "
-         "(facebookexperimental/triton #2023)")
+POWER = ("no source gives the clock a B200 sustains under a long GEMM. What the sources give: the boost clock, "
+         "1.965 GHz (ByteDance-Seed/VeOmni PR #986); the datasheet's dense fp16 2.25 PFLOP/s, 1.86 GHz at 148 SMs x "
+         "8192 FLOP/cycle; TileSight's MMA-only microbenchmark (Table 3), 2185 TFLOP/s = 1.80 GHz, under the least "
+         "power a tensor-core workload draws; and analogues of a power-limited GEMM running well below boost: an "
+         "H200 at its 700 W limit holds about 1500 of its 1830 MHz under full load (tile-ai/TileOPs #1587), and a "
+         "GB300's cuBLAS GEMM falls with its power cap (facebookexperimental/triton #2023). The sources this book "
+         "holds give no B200 base clock and no power-limit (TDP) figure from which a sustained clock could be "
+         "derived")
 
 PARAMS = {
     "sm_count": Param(148, "SMs", 148, 148, f"{QUERY}; {CC}: 74 SMs per die, two dies"),
     "clock_ghz": Param(
         1.35, "GHz", 1.33, 1.61,
-        f"the SM clock a long GEMM sustains under the board's power limit. {POWER}. Value: the best published "
-        f"cuBLAS fp16 figure on a B200, 1610 TFLOP/s at 8192^3 (NVIDIA Tilus, perf/peers.py), taking cuBLAS to "
-        f"keep the tensor core as busy as the model's best design there (chapter 8, about 98%; cuBLAS has every "
-        f"mechanism our chapters have): 1610 / (0.98 x 148 x 8192) = 1.35 GHz. Low end: that figure at a fully "
-        f"busy tensor core, 1610 / (148 x 8192) = 1.33 GHz (no lower clock is consistent with it); the value "
-        f"sits near it because the model's best design is nearly fully busy. High end: the H200 analogue, a "
-        f"board at its power limit holding 82% of its boost clock (1500 of 1830 MHz), applied to the B200's "
-        f"1.965 GHz boost (ByteDance-Seed/VeOmni PR #986): 1.61 GHz, for the case that cuBLAS is less busy than "
-        f"the model's design. Not the range: {TS}, Table 3, an MMA-only microbenchmark (no memory traffic, the "
-        f"least power) reaches 2185 TFLOP/s = 1.80 GHz, a ceiling for a workload that draws less power than a "
-        f"GEMM", faster="high"),
+        f"the SM clock a long GEMM sustains under the board's power limit. NOT A PUBLISHED FIGURE: {POWER}. "
+        f"LOW END, a bound from a measurement: the best published B200 fp16 figure at 8192^3, 1610 TFLOP/s (NVIDIA "
+        f"Tilus's kernel; cuBLAS 1600 by the same source; perf/peers.py), needs at least 1610 / (148 x 8192) = "
+        f"1.33 GHz. HIGH END, an analogue: the H200's loaded/boost ratio, 1500 / 1830 = 0.82, applied to the B200's "
+        f"1.965 GHz boost: 1.61 GHz. Outside the range, a ceiling: TileSight's 1.80 GHz (its workload draws less "
+        f"power than a GEMM). VALUE, DERIVED from that same 1610 TFLOP/s, so partly circular: the clock at which "
+        f"the kernel that reached it keeps the tensor core as busy as the model's best design does at 8192^3 "
+        f"(chapter 8, 98.3% busy): 1610 / (0.983 x 148 x 8192) = 1.35 GHz. So the model's figures where the tensor "
+        f"core limits are tied to that one published figure ('no design above cuBLAS' holds by construction), and "
+        f"a published sustained clock would replace the value", faster="high", basis="derived"),
     "mma_flop_per_cycle_sm": Param(
         8192, "FLOP/cycle/SM", 8192, 8192,
         f"ByteDance-Seed/VeOmni PR #986 (8192 dense fp16 FLOP/cycle/SM); {SPEC} / 148 SMs at 1.86 GHz; the same "
@@ -101,7 +111,7 @@ PARAMS = {
         f"of the best. It lies inside the bounds the sources allow: at least the unloaded L2 hit ({CC}: about "
         f"150 ns = 280 cycles), at most 128 KiB in flight over an SM's L2 share of about 90 B/cycle = 1450 "
         f"cycles ({SA}: TMA bandwidth keeps rising up to 128 KiB in flight per SM; Little's law)",
-        faster="low"),
+        faster="low", basis="calibrated"),
     "die_crossing_cycles": Param(300, "cycles", 300, 300,
                                  f"{SA}: about 300 extra cycles die to die; half of all loads cross"),
     "launch_gap_us": Param(

@@ -13,7 +13,7 @@ extrapolation, model.py); runs are cached by everything they depend on."""
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -35,6 +35,8 @@ class Share:
     tmem_cols: int = 0
     trace: object = None
     lanes: dict = field(default_factory=dict)
+    store_busy_cycles: float = 0.0  # the part of tma_busy_cycles that is stores (once per tile, whatever K)
+    mma_starts: tuple = ()  # start of each MMA of CTA 0, cycles from the run's start, in order (the k-block cadence)
 
 
 def _busy(events):
@@ -84,6 +86,8 @@ def run_share(chapter, m, n, k, *, sm_count=148, keep_trace=False, timing=True, 
     from ..emu import costmodel
 
     costs = costmodel.DEFAULT if costs is None else costs
+    if not keep_trace:  # every cost is in cycles and a Share reports cycles: the clock only names the trace's
+        costs = replace(costs, clock_ghz=1.0)  # nanoseconds, so runs at any clock are one run (and one cache entry)
     key = (chapter, m, n, k, sm_count, timing, costs, tiles, tuple(sorted(config.items())))
     if not keep_trace and key in _CACHE:
         return _CACHE[key]
@@ -126,6 +130,7 @@ def _run_share(chapter, m, n, k, sm_count, keep_trace, timing, costs, tiles, con
     tc = [e for e in cta0 if e.op == "mma"]
     tma = [e for e in cta0 if e.op in ("tma.load", "tma.store")]
     ghz = costs.clock_ghz
+    starts = tuple(sorted((e.start - t0) * ghz for e in tc))
     ncta = seen["cluster"][0] * seen["cluster"][1] * seen["cluster"][2]
     block = seen["block"]
     threads = block if isinstance(block, int) else int(np.prod(block))
@@ -135,4 +140,5 @@ def _run_share(chapter, m, n, k, sm_count, keep_trace, timing, costs, tiles, con
                  store_bytes=sum(e.nbytes for e in cta0 if e.op == "tma.store"),
                  mma_flops=sum(e.flops for e in tc) // ncta, grid=tuple(np.atleast_1d(seen["grid"])),
                  cluster=seen["cluster"], threads=threads, shared_bytes=seen["shared_bytes"],
-                 tmem_cols=int(getattr(mod, "TMEM_COLS", 512)), trace=tr if keep_trace else None)
+                 tmem_cols=int(getattr(mod, "TMEM_COLS", 512)), trace=tr if keep_trace else None,
+                 store_busy_cycles=_busy([e for e in tma if e.op == "tma.store"]) * ghz, mma_starts=starts)
