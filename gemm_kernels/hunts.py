@@ -74,8 +74,8 @@ HUNTS = [
          {"            _, acc_phase = pipeline.advance(0, acc_phase, 1)  # one accumulator: a ring of depth 1\n": ""},
          "_, acc_phase = pipeline.advance(0, acc_phase, 1)", config={"policy": "eager"}),
     Hunt(6, "B", (512, 384, 192), "StalePhaseWait",
-         {"                    mma_phase ^= uint32(1)\n": ""},
-         "mma_phase ^= uint32(1)"),
+         {"                    _, mma_phase = pipeline.advance(0, mma_phase, 1)  # one mma2tma barrier: a ring of depth 1\n": ""},
+         "_, mma_phase = pipeline.advance(0, mma_phase, 1)"),
     # chapter 7
     Hunt(7, "A", (512, 384, 64), "TmemHazard",
          {"if sub == SUBTILES - 1:  # every column read: the MMA warp may refill the accumulator":

@@ -86,7 +86,7 @@ def make_kernel(depth, group=GROUP):
                     ptx.tcgen05_commit(mma2tma)
                     accumulate = uint32(1)
                     ptx.mbarrier_wait(mma2tma, mma_phase)
-                    mma_phase ^= uint32(1)
+                    _, mma_phase = pipeline.advance(0, mma_phase, 1)  # one mma2tma barrier: a ring of depth 1
                     nxt = kc + DEPTH
                     if nxt < k_tiles:
                         tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, 2 * TILE_BYTES)
