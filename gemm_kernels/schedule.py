@@ -2,8 +2,11 @@
 
 Every role of a persistent kernel walks its tiles with the same three lines, whichever scheduler
 hands them out: ``more, t = first(...)``, ``while more:``, and ``more, t = next(...)`` at the end of
-the tile; a role that keeps a ring per tile (the accumulators) counts its tiles beside it and takes
-the ring's position from that count (``pipeline.ring_slot``).
+the tile. Swapping the scheduler (chapter 10) changes these lines and nothing else in a role's loop.
+A ring that a role steps on its own, the stages and steps 6-9's accumulators, steps with
+``pipeline.advance``; chapter 10's roles count their tiles for the CLC ring anyway, and take the
+accumulator ring's position from the same count (``pipeline.ring_slot``), so the MMA warp and the
+writeback derive it alike.
 
 Static (chapters 6-9): cluster c takes tiles c, c + G, c + 2G, ... (G clusters in the grid), a
 schedule fixed at launch; every role walks it on its own (``static_first``, ``static_next``).
@@ -29,7 +32,8 @@ RESPONSE_BYTES = 16
 @cuda.jit(device=True, forceinline=True)
 def static_first(cluster, num_tiles):
     """The first tile of a statically scheduled cluster, its own index: (more, t), more false when
-    the grid has more clusters than tiles."""
+    the grid has more clusters than tiles. (The static helpers keep the kernel's integer types:
+    casting here to uint32 cost step 7's writeback three instructions per tile in ptxas.)"""
     return cluster < num_tiles, cluster
 
 
