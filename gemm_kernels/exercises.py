@@ -127,6 +127,14 @@ EXERCISES = [
     Exercise(9, 1, (512, 256, 512), "SharedMemoryHazard",
              replace={"ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), CONSUMERS)":
                       "ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), 1)"}),
+    # chapter 10
+    Exercise(10, 2, (512, 512, 128), "ok", config={"num_clusters": 4}),
+    Exercise(10, 4, (512, 512, 128), "ClcRuleError",
+             replace={"more, _t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, asked)":
+                      "_more, _t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, asked)"}),
+    Exercise(10, 5, (512, 512, 128), "Deadlock",
+             replace={"pipeline.wait_cluster(base + LD2MMA, acc, acc_phase ^ uint32(1))":
+                      "pipeline.wait_cluster(base + LD2MMA, acc, acc_phase)"}),
 ]
 
 

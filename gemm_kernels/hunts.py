@@ -71,19 +71,19 @@ HUNTS = [
          "stage, _ = pipeline.advance(stage, tma_phase, DEPTH)"),
     # chapter 6
     Hunt(6, "A", (512, 384, 128), "Deadlock",
-         {"            acc_phase ^= uint32(1)\n": ""},
-         "acc_phase ^= uint32(1)", config={"policy": "eager"}),
+         {"            _, acc_phase = pipeline.advance(0, acc_phase, 1)  # one accumulator: a ring of depth 1\n": ""},
+         "_, acc_phase = pipeline.advance(0, acc_phase, 1)", config={"policy": "eager"}),
     Hunt(6, "B", (512, 384, 192), "StalePhaseWait",
-         {"                    mma_phase ^= uint32(1)\n": ""},
-         "mma_phase ^= uint32(1)"),
+         {"                    _, mma_phase = pipeline.advance(0, mma_phase, 1)  # one mma2tma barrier: a ring of depth 1\n": ""},
+         "_, mma_phase = pipeline.advance(0, mma_phase, 1)"),
     # chapter 7
     Hunt(7, "A", (512, 384, 64), "TmemHazard",
          {"if sub == SUBTILES - 1:  # every column read: the MMA warp may refill the accumulator":
           "if sub == 0:  # every column read: the MMA warp may refill the accumulator"},
          "if sub == 0:"),
     Hunt(7, "B", (256, 256, 64), "UninitializedRead",
-         {"            acc_phase = uint32(0)\n            t = cuda.blockIdx.x\n":
-          "            acc_phase = uint32(1)\n            t = cuda.blockIdx.x\n"},
+         {"            acc_phase = uint32(0)\n            more, t = schedule.static_first(":
+          "            acc_phase = uint32(1)\n            more, t = schedule.static_first("},
          "acc_phase = uint32(1)"),
     # chapter 8
     Hunt(8, "A", (512, 768, 64), "Deadlock",

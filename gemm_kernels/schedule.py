@@ -1,5 +1,13 @@
 """Device-side tile schedulers: which output tile a persistent cluster takes next.
 
+Every role of a persistent kernel walks its tiles with the same three lines, whichever scheduler
+hands them out: ``more, t = first(...)``, ``while more:``, and ``more, t = next(...)`` at the end of
+the tile. Swapping the scheduler (chapter 10) changes these lines and nothing else in a role's loop.
+A ring that a role steps on its own, the stages and steps 6-9's accumulators, steps with
+``pipeline.advance``; chapter 10's roles count their tiles for the CLC ring anyway, and take the
+accumulator ring's position from the same count (``pipeline.ring_slot``), so the MMA warp and the
+writeback derive it alike.
+
 Static (chapters 6-9): cluster c takes tiles c, c + G, c + 2G, ... (G clusters in the grid), a
 schedule fixed at launch; every role walks it on its own (``static_first``, ``static_next``).
 
@@ -22,21 +30,27 @@ RESPONSE_BYTES = 16
 
 
 @cuda.jit(device=True, forceinline=True)
-def static_first(cluster):
-    """The first tile of a statically scheduled cluster: its own index."""
-    return uint32(cluster)
+def static_first(cluster, num_tiles):
+    """The first tile of a statically scheduled cluster, its own index: (more, t), more false when
+    the grid has more clusters than tiles. (The static helpers keep the kernel's integer types:
+    casting here to uint32 cost step 7's writeback three instructions per tile in ptxas.)"""
+    return cluster < num_tiles, cluster
 
 
 @cuda.jit(device=True, forceinline=True)
-def static_next(t, num_clusters):
-    """The tile after ``t`` in a static schedule of ``num_clusters`` clusters."""
-    return uint32(uint32(t) + uint32(num_clusters))
+def static_next(t, num_clusters, num_tiles):
+    """The tile after ``t`` in a static schedule of ``num_clusters`` clusters: (more, t + num_clusters),
+    more false once past the last tile. (The roles loop ``while more``: a ``range`` with a step would
+    divide in 64 bits.)"""
+    t = t + num_clusters
+    return t < num_tiles, t
 
 
 @cuda.jit(device=True, forceinline=True)
 def clc_first(cluster):
-    """The first tile of a cluster under cluster launch control: its own (one cluster per tile)."""
-    return uint32(cluster)
+    """The first tile of a cluster under cluster launch control: (1, its own index), as there is
+    one cluster per tile."""
+    return uint32(1), uint32(cluster)
 
 
 @cuda.jit(device=True, forceinline=True)

@@ -143,7 +143,7 @@ BUGS = [
       ("StalePhaseWait", "Deadlock"), ("tma_phase = uint32(0)\n" + P12 + "mma_phase", "pipeline.wait(base + TMA2MMA, stage, tma_phase)"),
       config={"pipe_depth": 3}, why="the chapter's Break-it (exercise 6.2)"),
     B("v6-no-acc-phase-flip", 6, "parity",
-      {P12 + "acc_phase ^= uint32(1)\n": ""},
+      {P12 + "_, acc_phase = pipeline.advance(0, acc_phase, 1)  # one accumulator: a ring of depth 1\n": ""},
       ("StalePhaseWait", "Deadlock"), ("ptx.mbarrier_wait(mma2ld, acc_phase)",)),
     B("v6-acc-wait-parity-0", 6, "parity",
       {"ptx.mbarrier_wait(mma2ld, acc_phase)": "ptx.mbarrier_wait(mma2ld, 0)"},
@@ -298,8 +298,7 @@ BUGS = [
       {"d_tmem = tmem + CONSUMER_N * c": "d_tmem = tmem"},
       ("TmemHazard", "wrong"), ("d_tmem = tmem\n",)),
     B("v9-no-writeback-phase-flip", 9, "parity",
-      {"pipeline.barrier(base + MMA2LD0, c), acc_phase)\n" + P16 + "acc_phase ^= uint32(1)\n":
-       "pipeline.barrier(base + MMA2LD0, c), acc_phase)\n"},
+      {"learn here\n" + P16 + "_, acc_phase = pipeline.advance(0, acc_phase, 1)\n": "learn here\n"},
       ("StalePhaseWait",), ("mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD0, c), acc_phase)",)),
     B("v9-store-only-warpgroup-0", 9, "lane",
       {"if row == 0:  # its TMA store": "if tid == 0:  # its TMA store"},
@@ -318,9 +317,7 @@ BUGS = [
        "pass  # ... which the others learn here"},
       ("DataRace", "SharedMemoryHazard"), ("pass  # ... which the others learn here",)),
     B("v9-consumer-no-acc-phase-flip", 9, "parity",
-      {"pipeline.wait_cluster(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator\n"
-       + P20 + "acc_phase ^= uint32(1)\n":
-       "pipeline.wait_cluster(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator\n"},
+      {"PAIR)\n" + P20 + "_, acc_phase = pipeline.advance(0, acc_phase, 1)\n": "PAIR)\n"},
       ("StalePhaseWait", "TmemHazard"), ("pipeline.wait_cluster(base + LD2MMA0, c, acc_phase)",)),
     B("v9-no-warp-barrier-before-ld2mma", 9, "lane",
       {P24 + "cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive\n": ""},

@@ -8,6 +8,7 @@ import pytest
 from gemm_kernels.emu.rebind import emulated
 from gemm_kernels.pipeline import (advance, barrier, fast_div, fast_divisor, grouped_tile, host_grouped_tile,
                                    host_tile_order, scheduler_args, stage_buffer)
+from gemm_kernels.schedule import clc_first, static_first, static_next
 
 
 def test_fast_div_is_exact():
@@ -113,3 +114,41 @@ def test_producers_drain_before_teardown(ch):
         assert site and path.endswith(site.group(1)), msg
         kernel_line = lines[int(site.group(2)) - 1]
         assert ("pipeline.release(" in kernel_line) == bool(site.group(3)) and "MMA2TMA" in kernel_line, (kernel_line, msg)
+
+
+@pytest.mark.parametrize("cluster, num_clusters, num_tiles", [(0, 3, 10), (2, 3, 10), (4, 5, 3), (1, 74, 222)])
+def test_static_schedule_walks_every_num_clusters_th_tile(cluster, num_clusters, num_tiles):
+    """The three lines every role of steps 6-9 walks its tiles with: cluster c takes c, c + G, c + 2G, ...
+    below the tile count, and none when the grid has more clusters than tiles."""
+    first, nxt = emulated(static_first), emulated(static_next)
+    walked = []
+    more, t = first(cluster, num_tiles)
+    while more:
+        walked.append(int(t))
+        more, t = nxt(t, num_clusters, num_tiles)
+    assert walked == list(range(cluster, num_tiles, num_clusters))
+
+
+def test_clc_first_is_the_clusters_own_tile():
+    assert [int(x) for x in emulated(clc_first)(7)] == [1, 7]
+
+
+@pytest.mark.parametrize("ch", [6, 7, 8, 9, 10])
+def test_persistent_roles_share_one_tile_loop(ch):
+    """Every role of a persistent kernel walks its tiles through gemm_kernels.schedule (so that chapter 10
+    swaps the scheduler and nothing else), and every ring steps with pipeline.advance or ring_slot: no
+    hand-written tile step, no phase flipped by hand."""
+    import inspect
+    import re
+
+    from gemm_kernels import CHAPTERS
+
+    src = inspect.getsource(inspect.unwrap(CHAPTERS[ch]._mod().make_kernel))
+    kind = "clc" if ch == 10 else "static"
+    firsts = re.findall(rf"more, t = schedule\.{kind}_first\(", src)
+    nexts = re.findall(rf"more, t = schedule\.{kind}_next\(", src)
+    loops = re.findall(r"^\s*while more:$", src, re.MULTILINE)
+    assert firsts and len(firsts) == len(nexts), (ch, len(firsts), len(nexts))
+    assert len(loops) >= len(firsts)  # chapter 10's scheduler warp loops over its requests too
+    assert not re.search(r"\bt \+= |while t < ", src), f"chapter {ch}: a tile loop written out by hand"
+    assert not re.search(r"phase \^= ", src), f"chapter {ch}: a phase flipped by hand"

@@ -136,12 +136,12 @@ def make_kernel(depth, group=GROUP):
                 ptx.mbarrier_init(pipeline.barrier(base + CLC_FULL, s), 1)  # the leader's scheduler announces
                 ptx.mbarrier_init(pipeline.barrier(base + CLC_EMPTY, s), CLC_READERS)  # (the leader's is used)
             ptx.fence_mbarrier_init()
-        ptx.cluster_arrive()  # barriers initialised, and both CTAs are running
+        ptx.cluster_arrive()  # barriers initialised in both CTAs, and both CTAs are running
         ptx.cluster_wait()
-        if warp == 0:  # only now: the pair's allocation writes into the peer's shared memory too
+        if warp == 0:  # the pair's allocation writes into the peer CTA: only now that it is known to run
             ptx.tmem_alloc_cg2(base + TMEM_SLOT, TMEM_COLS)
-        ptx.tcgen05_fence_before()  # the allocation's address, published to the CTA's warps
-        cuda.syncthreads()
+        ptx.tcgen05_fence_before()
+        cuda.syncthreads()  # the TMEM address is published to the CTA
         ptx.tcgen05_fence_after()
         tmem = smem32[TMEM_SLOT // 4]
         leader_clc_empty0 = ptx.mapa(base + CLC_EMPTY, 0)  # where every reader hands a response slot back
@@ -157,9 +157,8 @@ def make_kernel(depth, group=GROUP):
             stage = uint32(0)
             phase = uint32(1)
             k_end = uint32(k_tiles * BLOCK_K)
-            t = schedule.clc_first(cluster)
-            more = uint32(1)
             done = uint32(0)  # tiles done: the CLC ring's position follows from it
+            more, t = schedule.clc_first(cluster)
             while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 a_row = m_idx * CLUSTER_M + rank * CTA_M  # this CTA's rows of the tile
@@ -179,7 +178,9 @@ def make_kernel(depth, group=GROUP):
                     k0 = uint32(k0 + uint32(BLOCK_K))
                 more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
                 done = uint32(done + uint32(1))
-            pipeline.producer_tail_cluster(base + MMA2TMA, stage, phase, DEPTH)  # step 8's tail
+            # the tail: the leader's commits multicast into this CTA's mma2tma barriers; wait for
+            # the last of them, so that the pair stays alive until its cta_group::2 work is done
+            pipeline.producer_tail_cluster(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP:
             if rank == 0:  # step 8's MMA warp, issuing for the pair into two accumulators
                 ptx.set_warp_role(ROLE_MMA)
@@ -188,10 +189,11 @@ def make_kernel(depth, group=GROUP):
                 stage = uint32(0)
                 phase = uint32(0)
                 done = uint32(0)  # tiles done: the accumulator and the CLC slot follow from it
-                more = uint32(1)
+                more, t = schedule.clc_first(cluster)
                 while more:
                     acc, acc_phase = pipeline.ring_slot(done, ACC_STAGES)
-                    pipeline.wait_cluster(base + LD2MMA, acc, acc_phase ^ uint32(1))  # both CTAs drained it
+                    # both CTAs drained it (the issuer fills the ring: parity 1 passes a fresh accumulator)
+                    pipeline.wait_cluster(base + LD2MMA, acc, acc_phase ^ uint32(1))
                     ptx.tcgen05_fence_after()
                     d_tmem = tmem + acc * ACC_COLS
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
@@ -202,14 +204,14 @@ def make_kernel(depth, group=GROUP):
                         b_desc = b_lo + stage * STAGE_DESC_STEP
                         if ptx.elect_sync():
                             for k in range(BLOCK_K // MMA_K):
-                                ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP,
-                                                       DESC_HI, IDESC, accumulate | uint32(k > 0))
+                                ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
+                                                       IDESC, accumulate | uint32(k > 0))
                             ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2TMA, stage), PAIR)
                         accumulate = uint32(1)
                         stage, phase = pipeline.advance(stage, phase, DEPTH)
                     if ptx.elect_sync():
                         ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), PAIR)
-                    more, _t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
+                    more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
                     done = uint32(done + uint32(1))
         elif warp < 4:
             # step 8's writeback, over this CTA's 128 rows x 256 columns; stores past D's edges are clipped
@@ -221,9 +223,8 @@ def make_kernel(depth, group=GROUP):
             staging = base + D_STAGING
             chunks = subtile_row_chunks(subtile_row(staging, tid))  # this thread's row, buffer 0
             lanes = tmem + ((32 * warp) << 16)
-            t = schedule.clc_first(cluster)
-            more = uint32(1)
             done = uint32(0)  # tiles done: the accumulator and the CLC slot follow from it
+            more, t = schedule.clc_first(cluster)
             while more:
                 acc, acc_phase = pipeline.ring_slot(done, ACC_STAGES)
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)

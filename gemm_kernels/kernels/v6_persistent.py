@@ -2,18 +2,20 @@
 
 Step 6: a persistent kernel. The grid shrinks to one CTA per SM; each CTA sets up its barriers
 and TMEM once, then walks output tiles handed out by a grouped (L2-friendly) scheduler: tile t,
-t + gridDim, t + 2 gridDim, ... The per-tile work is step 5's pipeline.
+t + gridDim, t + 2 gridDim, ... (``schedule.static_first`` and ``static_next``, the tile loop of
+every persistent step). The per-tile work is step 5's pipeline.
 
 The ring position (stage and phase) and the barriers' phases are carried from one tile to the
-next. Resetting them at each tile, as a first attempt often does, is only correct when every
-barrier completes an even number of phases per tile; with an odd number of K chunks a wait
+next (the accumulator, a ring of depth 1, steps with ``pipeline.advance`` like the stages). Resetting
+them at each tile, as a first attempt often does, is only correct when every barrier completes an
+even number of phases per tile; with an odd number of K chunks a wait
 passes on an old phase and the MMA reads a stage the TMA has not filled (the chapter's "Break it"
 plants that reset with ``exercises.RESET_PHASES``; the emulator reports StalePhaseWait)."""
 import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import pipeline, ptx
+from .. import pipeline, ptx, schedule
 from ..layouts import make_instr_desc
 from ..pipeline import grouped_tile, scheduler_args
 from .descriptors import K_STEP_BYTES, sw128_kmajor_desc
@@ -60,8 +62,9 @@ def make_kernel(depth, group=GROUP):
         tma_phase = uint32(0)
         mma_phase = uint32(0)
         acc_phase = uint32(0)
-        t = cuda.blockIdx.x  # tiles t, t + gridDim, ... (a while loop: range() with a step divides in 64 bits)
-        while t < num_m * num_n:
+        num_tiles = num_m * num_n
+        more, t = schedule.static_first(cuda.blockIdx.x, num_tiles)  # tiles t, t + gridDim, ...
+        while more:
             m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
             m0 = m_idx * BLOCK_M
             n0 = n_idx * BLOCK_N
@@ -83,7 +86,7 @@ def make_kernel(depth, group=GROUP):
                     ptx.tcgen05_commit(mma2tma)
                     accumulate = uint32(1)
                     ptx.mbarrier_wait(mma2tma, mma_phase)
-                    mma_phase ^= uint32(1)
+                    _, mma_phase = pipeline.advance(0, mma_phase, 1)  # one mma2tma barrier: a ring of depth 1
                     nxt = kc + DEPTH
                     if nxt < k_tiles:
                         tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, 2 * TILE_BYTES)
@@ -93,7 +96,7 @@ def make_kernel(depth, group=GROUP):
                 ptx.tcgen05_commit(mma2ld)
 
             ptx.mbarrier_wait(mma2ld, acc_phase)
-            acc_phase ^= uint32(1)
+            _, acc_phase = pipeline.advance(0, acc_phase, 1)  # one accumulator: a ring of depth 1
             ptx.tcgen05_fence_after()
             tmem_rows_to_staging(base + D_STAGING, tmem, warp, tid % 32, 0, BLOCK_N)
             ptx.fence_proxy_async()
@@ -101,7 +104,7 @@ def make_kernel(depth, group=GROUP):
             cuda.syncthreads()
             if tid == 0:
                 store_staging(tmap_d, base + D_STAGING, m0, n0, BLOCK_N)
-            t += cuda.gridDim.x
+            more, t = schedule.static_next(t, cuda.gridDim.x, num_tiles)
 
         cuda.syncthreads()
         tmem_free(warp, 0, tmem, TMEM_COLS)

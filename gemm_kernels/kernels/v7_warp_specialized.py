@@ -17,12 +17,14 @@ the MMAs of tile i+1 run while the writeback drains tile i.
 A ring position is a (stage, phase) pair; the roles drive the rings with pipeline.py's vocabulary
 (wait, expect_tx, release, arrive, advance, producer_tail). The producer starts at phase 1 on the
 empty barriers: a fresh barrier's "previous phase" counts as complete, so its first pass through
-the ring does not wait. The writeback synchronises on its own named barrier, never the CTA's."""
+the ring does not wait. The accumulator ring is stepped the same way (advance), once per tile.
+Every role walks its tiles with the same three lines (schedule.static_first, ``while more``,
+schedule.static_next). The writeback synchronises on its own named barrier, never the CTA's."""
 import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import pipeline, ptx
+from .. import pipeline, ptx, schedule
 from ..layouts import make_instr_desc
 from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
@@ -110,8 +112,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             stage = uint32(0)
             phase = uint32(1)  # the producer's first pass finds every stage empty
             k_end = uint32(k_tiles * BLOCK_K)
-            t = cuda.blockIdx.x
-            while t < num_tiles:
+            more, t = schedule.static_first(cuda.blockIdx.x, num_tiles)
+            while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 a_row = m_idx * BLOCK_M  # the tile's coordinates, once per tile
                 b_row = n_idx * BLOCK_N
@@ -126,7 +128,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                                         tma2mma)
                     stage, phase = pipeline.advance(stage, phase, DEPTH)
                     k0 = uint32(k0 + uint32(BLOCK_K))
-                t += cuda.gridDim.x
+                more, t = schedule.static_next(t, cuda.gridDim.x, num_tiles)
             # the tail: wait for every stage to be released once more, so that no commit of the
             # MMA warp still arrives on a barrier of a CTA that is tearing down
             pipeline.producer_tail(base + MMA2TMA, stage, phase, DEPTH)
@@ -141,8 +143,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             phase = uint32(0)
             acc = uint32(0)
             acc_phase = uint32(1)  # the accumulators start free
-            t = cuda.blockIdx.x
-            while t < num_tiles:
+            more, t = schedule.static_first(cuda.blockIdx.x, num_tiles)
+            while more:
                 pipeline.wait(base + LD2MMA, acc, acc_phase)  # drained by the writeback
                 ptx.tcgen05_fence_after()
                 d_tmem = tmem + acc * ACC_COLS
@@ -162,7 +164,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 if ptx.elect_sync():
                     pipeline.release(base + MMA2LD, acc)  # the whole tile is in TMEM
                 acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
-                t += cuda.gridDim.x
+                more, t = schedule.static_next(t, cuda.gridDim.x, num_tiles)
         elif warp < 4:
             # The writeback, one 32-column subtile at a time: TMEM -> registers (16 fp16 pairs) ->
             # staging buffer sub % STAGING_BUFFERS. Every SUBTILES_PER_GROUP subtiles form a group: a
@@ -180,8 +182,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             lanes = tmem + ((32 * warp) << 16)  # this warp's TMEM lane quarter
             acc = uint32(0)
             acc_phase = uint32(0)
-            t = cuda.blockIdx.x
-            while t < num_tiles:
+            more, t = schedule.static_first(cuda.blockIdx.x, num_tiles)
+            while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * BLOCK_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * BLOCK_M)
@@ -207,7 +209,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                                            SUBTILES_PER_GROUP, STAGING_GROUPS)
                         ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
                 acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
-                t += cuda.gridDim.x
+                more, t = schedule.static_next(t, cuda.gridDim.x, num_tiles)
             if tid == 0:
                 ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
 

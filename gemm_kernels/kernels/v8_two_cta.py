@@ -34,7 +34,7 @@ import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import pipeline, ptx
+from .. import pipeline, ptx, schedule
 from ..layouts import make_instr_desc
 from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
@@ -128,8 +128,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             stage = uint32(0)
             phase = uint32(1)
             k_end = uint32(k_tiles * BLOCK_K)
-            t = cluster
-            while t < num_tiles:
+            more, t = schedule.static_first(cluster, num_tiles)
+            while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 a_row = m_idx * CLUSTER_M + rank * CTA_M  # this CTA's rows of the tile
                 b_row = n_idx * CLUSTER_N + rank * CTA_N
@@ -146,7 +146,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                                             leader_tma2mma)
                     stage, phase = pipeline.advance(stage, phase, DEPTH)
                     k0 = uint32(k0 + uint32(BLOCK_K))
-                t += num_clusters
+                more, t = schedule.static_next(t, num_clusters, num_tiles)
             # the tail: the leader's commits multicast into this CTA's mma2tma barriers; wait for
             # the last of them, so that the pair stays alive until its cta_group::2 work is done
             pipeline.producer_tail_cluster(base + MMA2TMA, stage, phase, DEPTH)
@@ -159,8 +159,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 phase = uint32(0)
                 acc = uint32(0)
                 acc_phase = uint32(1)
-                t = cluster
-                while t < num_tiles:
+                more, t = schedule.static_first(cluster, num_tiles)
+                while more:
                     pipeline.wait_cluster(base + LD2MMA, acc, acc_phase)  # both CTAs drained it
                     ptx.tcgen05_fence_after()
                     d_tmem = tmem + acc * ACC_COLS
@@ -180,7 +180,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                     if ptx.elect_sync():
                         ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD, acc), PAIR)
                     acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
-                    t += num_clusters
+                    more, t = schedule.static_next(t, num_clusters, num_tiles)
         elif warp < 4:
             # step 7's subtiled writeback, over this CTA's 128 rows x 256 columns
             ptx.set_warp_role(ROLE_WRITEBACK)
@@ -193,8 +193,8 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
             lanes = tmem + ((32 * warp) << 16)
             acc = uint32(0)
             acc_phase = uint32(0)
-            t = cluster
-            while t < num_tiles:
+            more, t = schedule.static_first(cluster, num_tiles)
+            while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)
@@ -223,7 +223,7 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                                            SUBTILES_PER_GROUP, STAGING_GROUPS)
                         ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
                 acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
-                t += num_clusters
+                more, t = schedule.static_next(t, num_clusters, num_tiles)
             if tid == 0:
                 ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
 

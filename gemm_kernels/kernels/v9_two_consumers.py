@@ -20,7 +20,7 @@ import functools
 
 from numba import cuda, uint8, uint32
 
-from .. import pipeline, ptx
+from .. import pipeline, ptx, schedule
 from ..layouts import make_instr_desc
 from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
@@ -113,8 +113,8 @@ def make_kernel(depth, group=GROUP):
             stage = uint32(0)
             phase = uint32(1)
             k_end = uint32(k_tiles * BLOCK_K)
-            t = cluster
-            while t < num_tiles:
+            more, t = schedule.static_first(cluster, num_tiles)
+            while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 a_row = m_idx * CLUSTER_M + rank * CTA_M  # consumer 0's rows; consumer 1's: + CONSUMER_M
                 b_row = n_idx * CLUSTER_N + rank * CTA_N
@@ -133,7 +133,7 @@ def make_kernel(depth, group=GROUP):
                                             leader_tma2mma)
                     stage, phase = pipeline.advance(stage, phase, DEPTH)
                     k0 = uint32(k0 + uint32(BLOCK_K))
-                t += num_clusters
+                more, t = schedule.static_next(t, num_clusters, num_tiles)
             # the tail (step 8): wait until both consumers have released every stage once more
             pipeline.producer_tail_cluster(base + MMA2TMA, stage, phase, DEPTH)
         elif warp == MMA_WARP0 or warp == MMA_WARP0 + 1:
@@ -144,12 +144,11 @@ def make_kernel(depth, group=GROUP):
                 b_lo = sw128_desc_lo(base + B0)
                 stage = uint32(0)
                 phase = uint32(0)
-                acc_phase = uint32(1)
+                acc_phase = uint32(1)  # this consumer's accumulator: a ring of depth 1, free at first
                 d_tmem = tmem + CONSUMER_N * c
-                t = cluster
-                while t < num_tiles:
+                more, t = schedule.static_first(cluster, num_tiles)
+                while more:
                     pipeline.wait_cluster(base + LD2MMA0, c, acc_phase)  # both CTAs drained this consumer's accumulator
-                    acc_phase ^= uint32(1)
                     ptx.tcgen05_fence_after()
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
@@ -166,7 +165,8 @@ def make_kernel(depth, group=GROUP):
                         stage, phase = pipeline.advance(stage, phase, DEPTH)
                     if ptx.elect_sync():
                         ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2LD0, c), PAIR)
-                    t += num_clusters
+                    _, acc_phase = pipeline.advance(0, acc_phase, 1)
+                    more, t = schedule.static_next(t, num_clusters, num_tiles)
         elif warp < 4 * CONSUMERS:
             c = warp // 4  # warpgroup c writes back consumer c, with its own ring of staging buffers
             ptx.set_warp_role(ROLE_WRITEBACK + (ROLE_WRITEBACK1 - ROLE_WRITEBACK) * c)
@@ -179,15 +179,14 @@ def make_kernel(depth, group=GROUP):
                 ptx.prefetch_tensormap(tmap_d)
             chunks = subtile_row_chunks(subtile_row(staging, row))  # this thread's row, buffer 0
             lanes = tmem + ((32 * (warp % 4)) << 16) + CONSUMER_N * c
-            acc_phase = uint32(0)
-            t = cluster
-            while t < num_tiles:
+            acc_phase = uint32(0)  # consumer c's accumulator: a ring of depth 1
+            more, t = schedule.static_first(cluster, num_tiles)
+            while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * CLUSTER_M + c * CONSUMER_M + rank * CTA_M)
                 # a whole tile's MMAs: sleep (step 8's cluster-scope wait)
                 ptx.mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD0, c), acc_phase)
-                acc_phase ^= uint32(1)
                 ptx.tcgen05_fence_after()
                 for sub in range(SUBTILES):
                     packed = tmem_load_subtile(lanes + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
@@ -204,7 +203,8 @@ def make_kernel(depth, group=GROUP):
                         store_subtiles(tmap_d, col0 + sub * SUBTILE_COLS, row0, staging + buf * SUBTILE_BYTES,
                                        1, STAGING_BUFFERS)
                     ptx.named_barrier_sync(WRITEBACK_BARRIER0 + c, 128)  # ... which the others learn here
-                t += num_clusters
+                _, acc_phase = pipeline.advance(0, acc_phase, 1)
+                more, t = schedule.static_next(t, num_clusters, num_tiles)
             if row == 0:
                 ptx.bulk_wait_group_read0()  # the last stores have read their buffers before the CTA exits
 
