@@ -273,6 +273,9 @@ def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
 # variants for "Break it" exercises
 # ------------------------------------------------------------------------------------------
 
+SHARED_WRITEBACK = "subtiled_writeback"  # the device function of epilogue.py that steps 7-10 call
+
+
 @dataclass
 class Variant:
     """A chapter's kernel with some lines edited, and the chapter's host entry bound to it."""
@@ -283,6 +286,8 @@ class Variant:
     diff: str
     edited: str = ""  # the edited source (of the kernel, or of its factory) ...
     first_line: int = 1  # ... whose first line is this line of the kernel's file (reports name these lines)
+    helper_edited: str = ""  # the edited source of the shared writeback (epilogue.subtiled_writeback), if edited ...
+    helper_first_line: int = 1  # ... whose first line is this line of epilogue.py
 
     def show(self):
         _display_code(self.diff, "diff")
@@ -311,7 +316,9 @@ def variant(chapter, replace):
     (``old`` must occur; every occurrence is replaced), compiled in a copy of the kernel module's
     globals, with the chapter's host entry rebound to it. Steps 5-9 build their kernels with a
     factory (``make_kernel(depth, ...)``) that the host entry calls, so there the factory is edited.
-    For the emulator: nothing is added to the package."""
+    Steps 7-10 write a tile back with epilogue.subtiled_writeback: an ``old`` found in it is
+    replaced in a copy that only this variant's kernel calls. For the emulator: nothing is added
+    to the package."""
     ch = CHAPTERS[chapter]
     module = ch._mod()
     factory = getattr(module, "make_kernel", None)
@@ -326,16 +333,34 @@ def variant(chapter, replace):
     # the edited code keeps the file's line numbers (a report names a line the reader can find)
     first_line = inspect.getsourcelines(edited_obj)[1]
     edited = src
+    # steps 7-10 write a tile back with the shared device function epilogue.subtiled_writeback: an
+    # edit of its lines is applied to a copy of it that only this variant's kernel calls
+    helper = module.__dict__.get(SHARED_WRITEBACK)
+    helper_src = textwrap.dedent(inspect.getsource(inspect.unwrap(helper.py_func))) if helper is not None else ""
+    helper_edited = helper_src
     for old, new in replace.items():
-        if old not in edited:
-            raise ValueError(f"{old!r} does not occur in {ch.module}.{name}")
+        if old not in edited and old not in helper_edited:
+            where = f"{ch.module}.{name}" + (f" or epilogue.{SHARED_WRITEBACK}" if helper is not None else "")
+            raise ValueError(f"{old!r} does not occur in {where}")
         edited = edited.replace(old, new)
+        helper_edited = helper_edited.replace(old, new)
     diff = "".join(difflib.unified_diff(src.splitlines(keepends=True), edited.splitlines(keepends=True),
                                         fromfile=f"{ch.module}.py (as in the package)",
                                         tofile=f"{ch.module}.py (broken on purpose)", n=2))
     if factory is None:  # a plain function: the emulator runs the kernel's Python source as it is
         edited = "\n".join("" if line.lstrip().startswith("@cuda.jit") else line for line in edited.splitlines())
     module_globals = dict(module.__dict__)
+    helper_first_line = 1
+    if helper_edited != helper_src:
+        helper_module = inspect.getmodule(helper.py_func)
+        helper_first_line = inspect.getsourcelines(helper.py_func)[1]
+        diff += "".join(difflib.unified_diff(
+            helper_src.splitlines(keepends=True), helper_edited.splitlines(keepends=True),
+            fromfile="epilogue.py (as in the package)", tofile="epilogue.py (broken on purpose)", n=2))
+        helper_globals = dict(helper_module.__dict__)
+        exec(compile("\n" * (helper_first_line - 1) + helper_edited,  # noqa: S102
+                     f"<variant of {_package_path(helper_module.__file__)}>", "exec"), helper_globals)
+        module_globals[SHARED_WRITEBACK] = helper_globals[SHARED_WRITEBACK]
     code = compile("\n" * (first_line - 1) + edited, f"<variant of {_package_path(module.__file__)}>",
                    "exec")
     exec(code, module_globals)  # noqa: S102
@@ -343,7 +368,8 @@ def variant(chapter, replace):
     new_entry = types.FunctionType(entry.__code__, module_globals, entry.__name__, entry.__defaults__,
                                    entry.__closure__)
     new_entry.__kwdefaults__ = entry.__kwdefaults__
-    return Variant(chapter, module_globals[name], new_entry, diff, edited, first_line)
+    return Variant(chapter, module_globals[name], new_entry, diff, edited, first_line,
+                   helper_edited if helper_edited != helper_src else "", helper_first_line)
 
 
 # -- numbers beside a timeline (all on the emulator's virtual clock: a model, not a measurement) ------
@@ -489,8 +515,11 @@ def kernel_line(variant_, snippet):
     """The line of the kernel's file on which ``snippet`` starts in ``variant_``'s edited source (the
     line a report names: an edited kernel keeps its file's line numbers)."""
     i = variant_.edited.find(snippet)
-    if i < 0:
-        raise ValueError(f"{snippet!r} is not in the edited source of chapter {variant_.chapter}'s kernel")
+    if i < 0:  # a line of the edited shared writeback: its line in epilogue.py
+        j = variant_.helper_edited.find(snippet)
+        if j < 0:
+            raise ValueError(f"{snippet!r} is not in the edited source of chapter {variant_.chapter}'s kernel")
+        return variant_.helper_first_line + variant_.helper_edited.count("\n", 0, j)
     return variant_.first_line + variant_.edited.count("\n", 0, i)
 
 

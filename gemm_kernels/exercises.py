@@ -103,12 +103,12 @@ EXERCISES = [
     Exercise(6, 102, (512, 384, 384), "ok", replace=RESET_PHASES, config={"pipe_depth": 3}),
     # chapter 7
     Exercise(7, 1, (256, 256, 192), "MissingTcgen05Fence",
-             replace={"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here":
+             replace={"ptx.named_barrier_sync(barrier_id, barrier_threads)  # ... which the other threads learn here":
                       "cuda.syncthreads()  # ... which the other threads learn here"}),
     Exercise(7, 101, (256, 256, 192), "Deadlock",
-             replace={"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here":
+             replace={"ptx.named_barrier_sync(barrier_id, barrier_threads)  # ... which the other threads learn here":
                       "cuda.syncthreads()  # ... which the other threads learn here\n"
-                      + " " * 24 + "ptx.tcgen05_fence_after()"}),
+                      + " " * 12 + "ptx.tcgen05_fence_after()"}),
     Exercise(7, 2, (256, 256, 192), "ok", config={"acc_stages": 1}),
     # chapter 8
     Exercise(8, 1, (256, 512, 128), "Deadlock",

@@ -78,7 +78,7 @@ HUNTS = [
          "_, mma_phase = pipeline.advance(0, mma_phase, 1)"),
     # chapter 7
     Hunt(7, "A", (512, 384, 64), "TmemHazard",
-         {"if sub == SUBTILES - 1:  # every column read: the MMA warp may refill the accumulator":
+         {"if sub == subtiles - 1:  # every column read: the MMA warp may refill the accumulator":
           "if sub == 0:  # every column read: the MMA warp may refill the accumulator"},
          "if sub == 0:"),
     Hunt(7, "B", (256, 256, 64), "UninitializedRead",

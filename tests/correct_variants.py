@@ -52,8 +52,8 @@ VARIANTS = {
         "the warp barrier orders every lane after the waiting lane; each lane fences before its tcgen05.ld"),
     "ch7: every writeback thread hands the accumulator back (count 128, no elect)": (
         7, {"ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 4)": "ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 128)",
-            "                        if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed\n":
-            "                        if True:  # every thread arrives for its own loads\n"},
+            "            if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed\n":
+            "            if True:  # every thread arrives for its own loads\n"},
         (128, 256, 512), {"pipe_depth": 2},
         "each thread's arrive follows its own tcgen05.wait::ld and fence"),
     "ch7: only the elected MMA lane waits for the drained accumulator": (

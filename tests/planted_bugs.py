@@ -195,34 +195,34 @@ BUGS = [
        "ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase ^ uint32(1))"},
       ("StalePhaseWait", "TmemHazard", "UninitializedRead"), ("acc_phase ^ uint32(1))",)),
     B("v7-no-fence-before-ld2mma", 7, "fence",
-      {P24 + "ptx.tcgen05_fence_before()\n" + P24 + "cuda.syncwarp()": P24 + "cuda.syncwarp()"},
-      ("MissingTcgen05Fence",), ("cuda.syncwarp()  # every lane", "pipeline.arrive(base + LD2MMA, acc)")),
+      {P12 + "ptx.tcgen05_fence_before()\n" + P12 + "cuda.syncwarp()": P12 + "cuda.syncwarp()"},
+      ("MissingTcgen05Fence",), ("cuda.syncwarp()  # every lane", "arrive_ld2mma(ld2mma, cluster_arrive)")),
     B("v7-every-lane-arrives", 7, "lane",
       {"if ptx.elect_sync():  # one arrival per warp": "if True:  # one arrival per warp"},
       ("ArrivalMismatch", "TmemHazard"), ("if True:  # one arrival per warp",)),
     B("v7-no-proxy-fence-staging", 7, "fence",
-      {P24 + "ptx.fence_proxy_async()  # the rows, before": P24 + "pass  # the rows, before"},
+      {P12 + "ptx.fence_proxy_async()  # the rows, before": P12 + "pass  # the rows, before"},
       ("MissingProxyFence",), ("pass  # the rows, before", "stage_subtile_row(chunks, buf, packed)"),
       why="the fence belongs after the stores, before the barrier"),
     B("v7-no-publish-barrier", 7, "barrier",
-      {"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published": "pass  # the group is published"},
+      {"ptx.named_barrier_sync(barrier_id, barrier_threads)  # the group is published": "pass  # the group is published"},
       ("DataRace", "SharedMemoryHazard"), ("pass  # the group is published",)),
     B("v7-no-reuse-barrier", 7, "barrier",
-      {"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here":
+      {"ptx.named_barrier_sync(barrier_id, barrier_threads)  # ... which the other threads learn here":
        "pass  # ... which the other threads learn here"},
       ("DataRace", "SharedMemoryHazard"), ("pass  # ... which the other threads learn here",)),
     B("v7-named-barrier-count-96", 7, "count",
-      {"ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published":
-       "ptx.named_barrier_sync(WRITEBACK_BARRIER, 96)  # the group is published"},
-      ("NamedBarrierMismatch",), ("ptx.named_barrier_sync(WRITEBACK_BARRIER, 96)",)),
+      {"ptx.named_barrier_sync(barrier_id, barrier_threads)  # the group is published":
+       "ptx.named_barrier_sync(barrier_id, 96)  # the group is published"},
+      ("NamedBarrierMismatch",), ("ptx.named_barrier_sync(barrier_id, 96)",)),
     B("v7-release-stage-0", 7, "stage",
       {"pipeline.release(base + MMA2TMA, stage)": "pipeline.release(base + MMA2TMA, 0)"},
       ("Deadlock", "StalePhaseWait"), ("pipeline.release(base + MMA2TMA, 0)",)),
     B("v7-ld2mma-arrive-acc-0", 7, "stage",
-      {"pipeline.arrive(base + LD2MMA, acc)": "pipeline.arrive(base + LD2MMA, 0)"},
-      ("Deadlock", "ArrivalMismatch"), ("pipeline.arrive(base + LD2MMA, 0)",)),
+      {"pipeline.barrier(base + LD2MMA, acc), False": "pipeline.barrier(base + LD2MMA, 0), False"},
+      ("Deadlock", "ArrivalMismatch"), ("pipeline.barrier(base + LD2MMA, 0), False",)),
     B("v7-store-from-other-lane", 7, "lane",
-      {"if tid == 0:  # the group's TMA stores": "if tid == 32:  # the group's TMA stores"},
+      {"if row == 0:  # the group's TMA stores": "if row == 32:  # the group's TMA stores"},
       ("UndrainedArrival", "MemoryFault", "SharedMemoryHazard"), ("ptx.bulk_wait_group_read0()  # the last stores",),
       why="thread 32 stores, thread 0 waits for the stores before exit: it has none"),
     B("v7-no-final-store-wait", 7, "tail",
@@ -361,25 +361,32 @@ def first_paragraph(text):
 
 
 def culprit_lines(variant, snippets):
-    """The file line numbers of the lines of ``variant``'s edited source that contain a snippet."""
+    """The file line numbers of the lines of ``variant``'s edited source that contain a snippet: a
+    line of the chapter's kernel as an int, a line of the edited shared writeback (steps 7-10's
+    ``epilogue.subtiled_writeback``) as ``("epilogue", line)``."""
     lines = []
     for snip in snippets:
         i = variant.edited.find(snip)
-        if i < 0:
+        j = variant.helper_edited.find(snip)
+        if i < 0 and j < 0:
             raise ValueError(f"culprit snippet {snip!r} is not in the edited source")
-        lines.append(variant.first_line + variant.edited.count("\n", 0, i))
+        lines.append(variant.first_line + variant.edited.count("\n", 0, i) if i >= 0 else
+                     ("epilogue", variant.helper_first_line + variant.helper_edited.count("\n", 0, j)))
     return tuple(lines)
 
 
-_SITE = re.compile(r"(?:<variant of )?gemm_kernels/kernels/(v\d_\w+)\.py>?:(\d+)")
+_SITE = re.compile(r"(?:<variant of )?gemm_kernels/kernels/(v\d+_\w+|epilogue)\.py>?:(\d+)")
 
 
 def names_line(paragraph, module, lines, slack=2, span=12):
     """Whether ``paragraph`` names a line of kernel ``module`` within ``slack`` lines of one of ``lines``,
     or names two lines at most ``span`` apart that enclose one of them (a report of a missing barrier,
-    fence or wait names the two operations it should order: the defect's place lies between them)."""
-    named = sorted({int(ln) for mod, ln in _SITE.findall(paragraph) if mod == module})
+    fence or wait names the two operations it should order: the defect's place lies between them).
+    A line given as ``("epilogue", n)`` is one of epilogue.py, the shared writeback's file."""
+    sites = _SITE.findall(paragraph)
     for c in lines:
+        mod, c = c if isinstance(c, tuple) else (module, c)
+        named = sorted({int(ln) for m, ln in sites if m == mod})
         if any(abs(n - c) <= slack for n in named):
             return True
         if any(lo < c < hi and hi - lo <= span for lo in named for hi in named):

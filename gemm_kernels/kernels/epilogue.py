@@ -162,3 +162,50 @@ def wait_group_read(n):
         ptx.bulk_wait_group_read2()
     else:
         ptx.bulk_wait_group_read3()
+
+
+@cuda.jit(device=True, forceinline=True)
+def arrive_ld2mma(ld2mma, cluster_arrive):
+    """One arrival on the accumulator's "free" barrier at shared address ``ld2mma``: a relaxed
+    cluster-scope arrive where ``cluster_arrive`` (steps 8-10: the leader CTA's barrier, mapped with
+    mapa), an ordinary one (release semantics) otherwise (step 7)."""
+    if cluster_arrive:
+        ptx.mbarrier_arrive_relaxed_cluster(ld2mma)
+    else:
+        ptx.mbarrier_arrive(ld2mma)
+
+
+# Inlined into the kernel by Numba (inline="always") before LLVM sees it: forceinline alone gives the
+# same instructions but a different block layout, one instruction more per tile in step 7's loop.
+@cuda.jit(device=True, inline="always", forceinline=True)
+def subtiled_writeback(tmap_d, taddr, chunks, staging, row, d_col, d_row, ld2mma, cluster_arrive,
+                       barrier_id, barrier_threads, subtiles, per_group, buffers):
+    """One tile's writeback by a warpgroup (steps 7-10), after its accumulator's wait: ``subtiles``
+    subtiles of 32 columns, TMEM (from address ``taddr``, this warp's lane field included) ->
+    registers (16 fp16 pairs) -> staging buffer ``sub % buffers`` of the ring at ``staging`` (this
+    thread's row's chunks from subtile_row_chunks). Every ``per_group`` subtiles form a group: named
+    barrier ``barrier_id`` (``barrier_threads`` threads) publishes it, the thread of ``row`` 0 stores
+    it to D at (``d_row``, ``d_col`` + its column) as one bulk group, which goes on reading while
+    the warps fill the rest of the ring, and a second barrier frees the buffers they fill next.
+    Right after the last tcgen05.ld, one lane per warp arrives on ``ld2mma`` (the MMA warp may
+    refill the accumulator): a relaxed cluster-scope arrive where ``cluster_arrive`` (steps 8-10,
+    the address mapped to the leader CTA), an ordinary one otherwise. Every count is a compile-time
+    constant at the call: after inlining the loop unrolls and each buffer's offset is an immediate."""
+    for sub in range(subtiles):
+        packed = tmem_load_subtile(taddr + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
+        if sub == subtiles - 1:  # every column read: the MMA warp may refill the accumulator
+            ptx.tcgen05_fence_before()
+            cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
+            if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed
+                arrive_ld2mma(ld2mma, cluster_arrive)
+        buf = sub % buffers
+        stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
+        if buf % per_group == per_group - 1:  # a group of subtiles is staged
+            first = sub + 1 - per_group  # the group's first subtile
+            ptx.fence_proxy_async()  # the rows, before the TMA (async proxy) reads them
+            ptx.named_barrier_sync(barrier_id, barrier_threads)  # the group is published
+            if row == 0:  # the group's TMA stores, one bulk group; then wait_group.read: the buffers
+                # the warps fill next have been read,
+                store_subtiles(tmap_d, d_col + first * SUBTILE_COLS, d_row, staging + (first % buffers) * SUBTILE_BYTES,
+                               per_group, buffers // per_group)
+            ptx.named_barrier_sync(barrier_id, barrier_threads)  # ... which the other threads learn here

@@ -30,8 +30,7 @@ from ..pipeline import grouped_tile, scheduler_args
 from ..smem_plan import SmemPlan
 from ..trace import ROLE_MMA, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
-from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, stage_subtile_row, store_subtiles, subtile_row, subtile_row_chunks,
-                       tmem_load_subtile)
+from .epilogue import SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, subtile_row, subtile_row_chunks, subtiled_writeback
 from .host import EMULATOR_CTAS, GROUP, tma_launch
 from .tmem_lifecycle import tmem_allocate, tmem_free
 
@@ -189,25 +188,10 @@ def make_kernel(depth, group=GROUP, acc_stages=DEFAULT_ACC_STAGES):
                 row0 = ptx.warp_uniform(m_idx * BLOCK_M)
                 ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD, acc), acc_phase)  # a whole tile's MMAs: sleep
                 ptx.tcgen05_fence_after()
-                for sub in range(SUBTILES):
-                    packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
-                    if sub == SUBTILES - 1:  # every column read: the MMA warp may refill the accumulator
-                        ptx.tcgen05_fence_before()
-                        cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
-                        if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed
-                            pipeline.arrive(base + LD2MMA, acc)
-                    buf = sub % STAGING_BUFFERS
-                    stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
-                    if buf % SUBTILES_PER_GROUP == SUBTILES_PER_GROUP - 1:  # a group of subtiles is staged
-                        first = sub + 1 - SUBTILES_PER_GROUP  # the group's first subtile
-                        ptx.fence_proxy_async()  # the rows, before the TMA (async proxy) reads them
-                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published
-                        if tid == 0:  # the group's TMA stores, one bulk group; then wait_group.read 1: the
-                            # other group's buffers, which the warps fill next, have been read,
-                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,
-                                           staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES,
-                                           SUBTILES_PER_GROUP, STAGING_GROUPS)
-                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
+                # the tile's subtiles, in groups, to D; the accumulator handed back after the last load
+                subtiled_writeback(tmap_d, lanes + acc * ACC_COLS, chunks, staging, tid, col0, row0,
+                                   pipeline.barrier(base + LD2MMA, acc), False, WRITEBACK_BARRIER, 128,
+                                   SUBTILES, SUBTILES_PER_GROUP, STAGING_BUFFERS)
                 acc, acc_phase = pipeline.advance(acc, acc_phase, ACC)
                 more, t = schedule.static_next(t, cuda.gridDim.x, num_tiles)
             if tid == 0:
