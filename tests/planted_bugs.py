@@ -250,9 +250,9 @@ BUGS = [
       {"ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 2 * 4)": "ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 4)"},
       ("ArrivalMismatch", "TmemHazard"), ("ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 4)",)),
     B("v8-ld2mma-arrive-own-cta", 8, "cta",
-      {"ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))":
-       "ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), rank))"},
-      ("Deadlock",), ("pipeline.barrier(base + LD2MMA, acc), rank))",)),
+      {"leader_ld2mma = ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0)":
+       "leader_ld2mma = ptx.mapa(pipeline.barrier(base + LD2MMA, acc), rank)"},
+      ("Deadlock",), ("pipeline.barrier(base + LD2MMA, acc), rank)",)),
     B("v8-copies-complete-on-own-barrier", 8, "cta",
       {"leader_tma2mma = pipeline.barrier(leader_tma2mma0, stage)": "leader_tma2mma = pipeline.barrier(base + TMA2MMA, stage)"},
       ("Deadlock", "ExpectTxMismatch"), ("leader_tma2mma = pipeline.barrier(base + TMA2MMA, stage)",)),
@@ -280,7 +280,7 @@ BUGS = [
       ("WaitScopeMismatch",), ("pipeline.wait(base + LD2MMA, acc, acc_phase)",),
       why="step 7's wait kept: a CTA-scope acquire does not synchronise with the peer's remote arrivals"),
     B("v8-no-proxy-fence-staging", 8, "fence",
-      {P24 + "ptx.fence_proxy_async()  # the rows, before": P24 + "pass  # the rows, before"},
+      {P12 + "ptx.fence_proxy_async()  # the rows, before": P12 + "pass  # the rows, before"},
       ("MissingProxyFence",), ("pass  # the rows, before", "stage_subtile_row(chunks, buf, packed)"),
       why="the fence belongs after the stores, before the barrier"),
 

@@ -95,12 +95,13 @@ def test_chapter8_elected_arrivals_missing_are_the_peer_ctas_warps(policy, seed)
     leader's ld2mma lacks the peer's arrivals. One elected lane arrives per warp, so the missing party
     is the peer CTA's writeback warps (not "the other lanes of the warps that arrived"), and the report
     names where they arrive instead, at the kernel line."""
-    arrive = "ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), rank))"
     broken, kernel_line, first = _v8_deadlock(
-        {"ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))": arrive}, policy, seed)
+        {"leader_ld2mma = ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0)":
+         "leader_ld2mma = ptx.mapa(pipeline.barrier(base + LD2MMA, acc), rank)"}, policy, seed)
+    call = "subtiled_writeback(tmap_d, lanes + acc * ACC_COLS"  # the arrive runs in the shared writeback
     for needle in ("wait on mbarrier ld2mma[0] [CTA (0,0,0)", "lacks 4 of 8 arrivals", "(count 8, set at",
                    "threads 0-127, warps 0-3) of CTA (1,0,0)", "one elected lane per warp arrives",
-                   f"v8_two_cta.py>:{kernel_line(broken, arrive)} (gemm_v8_kernel)", "(mapa)"):
+                   f"v8_two_cta.py>:{kernel_line(broken, call)} (gemm_v8_kernel)", "(mapa)"):
         assert needle in first, (needle, first)
     assert "the other lanes of the warps that arrived" not in first, first
 
