@@ -80,7 +80,7 @@ def store_staging(tmap_d, staging_addr, row0, col0, ncols):
     ptx.bulk_wait_group_read0()
 
 
-# -- the subtiled epilogue of steps 7-9 -------------------------------------------------------------
+# -- the subtiled epilogue of steps 7-10 ------------------------------------------------------------
 # The accumulator leaves in subtiles of 32 columns: one tcgen05.ld.32x32b.x32 per thread, 16 fp16
 # pairs, 64 bytes per row. A subtile is staged in an 8 KiB buffer (128 rows x 64 B, 64B-swizzled, the
 # layout a TMA store with a 64B-swizzled 128 x 32 box reads). A kernel keeps a ring of such buffers
@@ -180,7 +180,7 @@ def arrive_ld2mma(ld2mma, cluster_arrive):
 @cuda.jit(device=True, inline="always", forceinline=True)
 def subtiled_writeback(tmap_d, taddr, chunks, staging, row, d_col, d_row, ld2mma, cluster_arrive,
                        barrier_id, barrier_threads, subtiles, per_group, buffers):
-    """One tile's writeback by a warpgroup (steps 7-10), after its accumulator's wait: ``subtiles``
+    """One tile's writeback by a warpgroup (steps 7, 8 and 10), after its accumulator's wait: ``subtiles``
     subtiles of 32 columns, TMEM (from address ``taddr``, this warp's lane field included) ->
     registers (16 fp16 pairs) -> staging buffer ``sub % buffers`` of the ring at ``staging`` (this
     thread's row's chunks from subtile_row_chunks). Every ``per_group`` subtiles form a group: named

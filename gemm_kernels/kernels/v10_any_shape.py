@@ -61,8 +61,7 @@ from ..smem_plan import SmemPlan
 from ..schedule import CLC_STAGES, RESPONSE_BYTES
 from ..trace import ROLE_MMA, ROLE_SCHEDULER, ROLE_TMA, ROLE_WRITEBACK
 from .descriptors import DESC_HI, DESC_LO_K_STEP, sw128_desc_lo
-from .epilogue import (SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, stage_subtile_row,
-                       store_subtiles, subtile_row, subtile_row_chunks, tmem_load_subtile)
+from .epilogue import SUBTILE_BYTES, SUBTILE_COLS, SUBTILE_SWIZZLE, subtile_row, subtile_row_chunks, subtiled_writeback
 from .host import GROUP, tma_launch
 
 CTA_M, CTA_N, BLOCK_K, MMA_K = 128, 128, 64, 16  # what one CTA loads per stage (step 8's)
@@ -233,27 +232,11 @@ def make_kernel(depth, group=GROUP):
                 # a whole tile's MMAs: sleep
                 ptx.mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD, acc), acc_phase)
                 ptx.tcgen05_fence_after()
-                for sub in range(SUBTILES):
-                    packed = tmem_load_subtile(lanes + acc * ACC_COLS + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
-                    if sub == SUBTILES - 1:  # every column read: the leader may refill the accumulator
-                        # the ISA's form: tcgen05.wait::ld (done), the tcgen05 fence, a warp barrier, then
-                        # a relaxed arrive from one lane per warp (no GPU-scope release fence)
-                        ptx.tcgen05_fence_before()
-                        cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive
-                        if ptx.elect_sync():
-                            ptx.mbarrier_arrive_relaxed_cluster(ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0))
-                    buf = sub % STAGING_BUFFERS
-                    stage_subtile_row(chunks, buf, packed)  # st.shared.v4 x 4
-                    if buf % SUBTILES_PER_GROUP == SUBTILES_PER_GROUP - 1:  # a group of subtiles is staged
-                        first = sub + 1 - SUBTILES_PER_GROUP  # the group's first subtile
-                        ptx.fence_proxy_async()  # the rows, before the TMA (async proxy) reads them
-                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # the group is published
-                        if tid == 0:  # the group's TMA stores, one bulk group; then wait_group.read 1: the
-                            # other group's buffers, which the warps fill next, have been read,
-                            store_subtiles(tmap_d, col0 + first * SUBTILE_COLS, row0,
-                                           staging + (first % STAGING_BUFFERS) * SUBTILE_BYTES,
-                                           SUBTILES_PER_GROUP, STAGING_GROUPS)
-                        ptx.named_barrier_sync(WRITEBACK_BARRIER, 128)  # ... which the other threads learn here
+                # step 8's writeback; the accumulator goes back to the leader CTA's barrier
+                leader_ld2mma = ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0)
+                subtiled_writeback(tmap_d, lanes + acc * ACC_COLS, chunks, staging, tid, col0, row0,
+                                   leader_ld2mma, True, WRITEBACK_BARRIER, 128, SUBTILES, SUBTILES_PER_GROUP,
+                                   STAGING_BUFFERS)
                 more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
                 done = uint32(done + uint32(1))
             if tid == 0:
