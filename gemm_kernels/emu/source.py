@@ -59,12 +59,16 @@ def _where(code, line):
     return f"{rel}:{line} ({code.co_name})"
 
 
+_site_keys = [None]  # id -> (code, line[, helper code, helper line])
+
+
 def intern(code, line, helper=None, helper_line=0):
     """The site id of ``line`` of ``code`` (inside ``helper`` at ``helper_line``, when given)."""
     key = (code, line) if helper is None else (code, line, helper, helper_line)
     sid = _site_ids.get(key)
     if sid is None:
         sid = _site_ids[key] = len(_site_text)
+        _site_keys.append(key)
         where = _where(code, line)
         _site_text.append(where if helper is None else f"{where}, in {_where(helper, helper_line)}")
     return sid
@@ -110,3 +114,29 @@ def text(sid):
 def here():
     """The kernel line running now, as text (for a report raised inside a twin)."""
     return _site_text[site(2)]
+
+
+def operand_origin(sid):
+    """For a report: where the first local variable passed on the kernel line ``sid`` (an operation's
+    first operand, e.g. an MMA's D address) was last assigned before that line, read from the kernel's
+    bytecode: "<name>, set at <line>", or "" when the line passes no such variable."""
+    import dis
+
+    key = _site_keys[sid] if 0 < sid < len(_site_keys) else None
+    if key is None:
+        return ""
+    code, line = key[0], key[1]
+    try:
+        ins = list(dis.get_instructions(code))
+    except TypeError:
+        return ""
+    loads = [i.argval for i in ins if i.opname.startswith("LOAD_FAST") and i.positions and i.positions.lineno == line]
+    if not loads:
+        return ""
+    name = loads[0][0] if isinstance(loads[0], tuple) else loads[0]
+    stores = [i.positions.lineno for i in ins if i.opname.startswith("STORE_FAST") and i.positions
+              and (i.argval == name or isinstance(i.argval, tuple) and name in i.argval)]
+    before = [n for n in stores if n is not None and n < line]
+    if not before:
+        return ""
+    return f"{name}, set at {_where(code, max(before))}"
