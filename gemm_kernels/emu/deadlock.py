@@ -27,7 +27,8 @@ from collections import Counter
 
 from .machine import _ranges
 from .mbarrier import MBarrier
-from .source import text, thread_site
+from .mbarrier import _blocked_site
+from .source import parity_origin, text, thread_site
 
 #: the side of a handoff a barrier's name starts with -> the warp roles (trace.ROLES) that signal it
 _SOURCE_ROLES = {"tma": ("TMA producer",), "mma": ("MMA issuer", "MMA issuer 1"), "ld": ("writeback", "writeback 1")}
@@ -201,7 +202,8 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
     verb = "waits" if len(party) == 1 else "wait"
     if nxt is bar:
         return head + (f"; they were to come from {_who(party)} ({how}), which {verb} on this barrier itself: "
-                       f"nothing else can provide them"), None
+                       f"nothing else can provide them, so the wait names a phase its own later work completes"
+                       f"{_moved_copy(bar) or parity_origin(_blocked_site(party[0]))}"), None
     if isinstance(nxt, MBarrier):
         what = (f"mbarrier {nxt.name} [CTA {nxt.cta.rank_text()}] for phase {nxt.completed}{_at(party)}, which lacks "
                 f"{_missing(nxt)}")
@@ -209,6 +211,21 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
         what = party[0].blocked_on[1]() + _at(party)
     text = head + f"; they were to come from {_who(party)} ({how}), which now {verb} {'on ' if isinstance(nxt, MBarrier) else ''}{what}"
     return text, (nxt if isinstance(nxt, MBarrier) else None)
+
+
+def _moved_copy(bar):
+    """" (copies into <buffer> complete on two barriers ...)" when a buffer that copies completing on
+    ``bar`` wrote was also filled by copies signalling another barrier: a buffer belongs to one stage,
+    so the copy that first paired it with a second barrier (its barrier, or stage index) is the slip,
+    and some phase waits for bytes that went elsewhere. Else ''."""
+    for cta, lo in sorted(bar.copy_dsts, key=lambda d: d[1]):
+        pairing = cta.copy_bar.get(lo, {})
+        if len(pairing) > 1:
+            (first, _), (second, sid) = list(pairing.items())[:2]
+            return (f" (copies into {cta.smem.name_of(lo)} complete on {first.name} and, from the copy issued at "
+                    f"{text(sid)}, on {second.name}: a buffer belongs to one stage's barrier, so check the barrier, "
+                    f"or stage index, that this copy and its expect_tx name)")
+    return ""
 
 
 def count_cause(cluster):

@@ -154,9 +154,11 @@ class Mma(AsyncOp):
                         early = w.bar.completed_early(w) if getattr(w, "bar", None) is not None else None
                         if early is not None:  # the cause: the copy's barrier was announced too few bytes
                             raise early
+                        at = f", issued at {text(w.site)}," if getattr(w, "site", 0) else ""
                         raise SharedMemoryHazard(
-                            f"{thread} issued an MMA reading operand {name} at {smem.name_of(lo)} of CTA {cta.rank_text()} "
-                            f"while {w.description} is still writing it. Wait on the stage's TMA barrier first.")
+                            f"{thread} issued an MMA at {text(self.site)} reading operand {name} at {smem.name_of(lo)} "
+                            f"of CTA {cta.rank_text()} while {w.description}{at} is still writing it: the copy targets "
+                            f"a buffer the MMA reads, or the MMA did not wait on the stage's TMA barrier first.")
                 self.ranges.append((cta, lo, hi))
             for addrs, name in ((self.a_addr, "A"), (self.b_addr, "B")):
                 smem.touch_async(addrs.ravel(), False, self.slot, self.vc, self.site,
@@ -195,7 +197,7 @@ class Mma(AsyncOp):
         if hit is not None:
             q, c = hit
             col = self.d_col + c
-            low = readers_outnumber_count(self, cta, thread, int(who[q, c]), int(tm.ld_site[q, col]), col)
+            low = readers_outnumber_count(self, cta, thread, int(who[q, c]), int(tm.ld_site[q, col]), col, q)
             if low:
                 raise ArrivalMismatch(low)
             raise TmemHazard(
