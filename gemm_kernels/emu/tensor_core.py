@@ -156,8 +156,8 @@ class Mma(AsyncOp):
                             raise early
                         at = f", issued at {text(w.site)}," if getattr(w, "site", 0) else ""
                         raise SharedMemoryHazard(
-                            f"{thread} issued an MMA at {text(self.site)} reading operand {name} at {smem.name_of(lo)} "
-                            f"of CTA {cta.rank_text()} while {w.description}{at} is still writing it: the copy targets "
+                            f"{thread} issued an MMA reading operand {name} at {smem.name_of(lo)} of CTA "
+                            f"{cta.rank_text()} (at {text(self.site)}) while {w.description}{at} is still writing it: the copy targets "
                             f"a buffer the MMA reads, or the MMA did not wait on the stage's TMA barrier first.")
                 self.ranges.append((cta, lo, hi))
             for addrs, name in ((self.a_addr, "A"), (self.b_addr, "B")):
