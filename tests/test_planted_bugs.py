@@ -18,7 +18,6 @@ GAPS = {
     "v4-commit-from-other-lane": "the TMEM report names the load and the MMA, not the commit of a thread without MMAs",
     "v4-expect-one-tile": "where the copy has landed, the race names the MMA and the copy, not the expect_tx",
     "v4-no-release-wait": "a missing wait: the race names the TMA load and the MMA, not the gap",
-    "v5-prologue-one-short": "the deadlock names the wait on the stage the prologue left empty",
     "v5-refill-before-release-wait": "the race names the refill's load and the MMA, not the moved wait",
     "v5-refill-chunk-off-by-one": "the emulator cannot know which chunk a copy was meant to load",
     "v7-no-final-store-wait": "the report names the store left reading at exit",

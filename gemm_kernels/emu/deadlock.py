@@ -122,6 +122,24 @@ def _sibling(bar, cand):
     return ""
 
 
+def _unfilled(bar):
+    """'; no copy was ever issued to it, while <ring barrier at another stage> got its first copy at <line>
+    ...' for a fresh barrier of a ring whose other stages' copies were issued: the loop that fills the
+    ring stopped short of this stage. Else ''."""
+    if bar.completed or bar.copy_dsts or "[" not in (bar.name or ""):
+        return ""
+    ring = bar.name.split("[", 1)[0]
+    for other in bar.cta.mbarriers.values():
+        if other is bar or not other.copy_dsts or other.name.split("[", 1)[0] != ring:
+            continue
+        cta, lo = min(other.copy_dsts, key=lambda d: d[1])
+        sid = cta.copy_bar.get(lo, {}).get(other)
+        if sid:
+            return (f"; no copy was ever issued to it, while {other.name} of the same ring got its first copy at "
+                    f"{text(sid)}: does the loop that fills the ring reach this stage?")
+    return ""
+
+
 def _providers(bar, cluster_threads, by_key):
     """(threads expected to provide what the current phase lacks, how they were found)."""
     arrived = set(bar.arrived_by)
@@ -163,10 +181,10 @@ def _providers(bar, cluster_threads, by_key):
             [t for t in live if t.warp.role in roles]
         if cand:
             return cand, f"nobody has arrived on it yet; by its name, the {cand[0].warp.role} signals it" + \
-                _sibling(bar, cand)
+                (_sibling(bar, cand) or _unfilled(bar))
         # threads parked at a CTA or cluster barrier wait for the others to get there: not the culprits
         cand = [t for t in live if isinstance(t.blocked_on[0], MBarrier)] or live
-        return cand, "nobody has arrived on it yet: every running thread that does not wait on it"
+        return cand, "nobody has arrived on it yet: every running thread that does not wait on it" + _unfilled(bar)
     announcers = list(dict.fromkeys(t for t, _, _ in bar.expect_sites))
     return announcers, "they announced the bytes with expect_tx"
 
