@@ -211,7 +211,7 @@ class Mma(AsyncOp):
             col = self.d_col + hit
             other = int(tm.mma_who[col])
             raise TmemHazard(
-                f"two accumulators overlap in TMEM: {thread} issued an MMA at {text(self.site)} into columns "
+                f"accumulators overlap in TMEM: {thread} issued an MMA at {text(self.site)} into columns "
                 f"{self.d_col}..{self.d_col + self.n - 1} of CTA {cta.rank_text()} (D address "
                 f"{operand_origin(self.site)}), but column {col} also holds the accumulator of "
                 f"{cta.cluster.slot_text(other)} at {text(int(tm.mma_site[col]))}, and neither MMA is ordered "
