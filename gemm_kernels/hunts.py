@@ -89,7 +89,7 @@ HUNTS = [
     Hunt(8, "A", (512, 768, 64), "Deadlock",
          {"ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0)": "ptx.mapa(pipeline.barrier(base + LD2MMA, acc), rank)"},
          "ptx.mapa(pipeline.barrier(base + LD2MMA, acc), rank)"),
-    Hunt(8, "B", (512, 768, 64), "TmemHazard",
+    Hunt(8, "B", (512, 768, 64), "ArrivalMismatch",
          {"ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 2 * 4)":
           "ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 4)"},
          "ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 4)"),

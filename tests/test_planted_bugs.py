@@ -18,27 +18,16 @@ GAPS = {
     "v4-commit-from-other-lane": "the TMEM report names the load and the MMA, not the commit of a thread without MMAs",
     "v4-expect-one-tile": "where the copy has landed, the race names the MMA and the copy, not the expect_tx",
     "v4-no-release-wait": "a missing wait: the race names the TMA load and the MMA, not the gap",
-    "v5-flip-tma-parity-every-chunk": "the deadlock names the wait, not the line that flips its parity",
-    "v5-prologue-one-short": "the deadlock names the wait on the stage the prologue left empty",
     "v5-refill-before-release-wait": "the race names the refill's load and the MMA, not the moved wait",
     "v5-refill-chunk-off-by-one": "the emulator cannot know which chunk a copy was meant to load",
-    "v5-refill-stage-0": "the race names the MMA and the load into its stage, not the wrong index",
-    "v6-refill-signals-next-stage": "the deadlock names the wait on the stage whose copies signalled another",
-    "v7-ld2mma-count-1": "where the MMA passes early, the TMEM hazard is seen before the count (since the warp "
-                         "barrier before the elected arrive, under three of the four orders)",
     "v7-no-final-store-wait": "the report names the store left reading at exit",
-    "v7-no-producer-tail": "the report names the commit left undrained, not where the producer's loop ends",
     "v7-no-reuse-barrier": "the race names the staging store and the TMA store of the previous group",
     "v7-release-stage-0": "under eager the producer's skipped wait is reported, not the release's stage index",
     "v7-store-from-other-lane": "the report names the store left reading at exit, not the lane test",
     "v7-writeback-acc-parity": "a fresh barrier passed at parity 1 is named as the cause only for data barriers",
     "v8-copies-complete-on-own-barrier": "the deadlock names the wait, not the copy that signalled its own CTA",
-    "v8-ld2mma-count-4": "where the over-arrival shows as a TMEM hazard, the count is not named",
-    "v8-no-producer-tail": "as v7-no-producer-tail",
     "v9-consumer-no-acc-phase-flip": "the stale wait's damage is seen first in the other consumer",
     "v9-ld2mma-arrive-own-cta": "where the barrier has history, the deadlock names the leader's wait only",
-    "v9-ld2mma-count-4": "where the over-arrival shows as a TMEM hazard, the count is not named",
-    "v9-shared-accumulator": "the TMEM hazard names the MMA and the load, not the accumulator offset",
 }
 
 #: bug name -> {report class seen under some order that is not a right one: why}
@@ -49,7 +38,6 @@ MISNAMED = {
                                                "left undrained is seen before the count"},
     "v9-one-named-barrier": {"UninitializedRead": "a generation formed by the wrong warps lets the TMA store read "
                                                   "rows not yet written, before the mismatch is seen"},
-    "v9-shared-accumulator": {"UninitializedRead": "the other consumer's load finds columns not yet written"},
 }
 
 

@@ -27,7 +27,8 @@ from collections import Counter
 
 from .machine import _ranges
 from .mbarrier import MBarrier
-from .source import text, thread_site
+from .mbarrier import _blocked_site
+from .source import parity_origin, text, thread_site
 
 #: the side of a handoff a barrier's name starts with -> the warp roles (trace.ROLES) that signal it
 _SOURCE_ROLES = {"tma": ("TMA producer",), "mma": ("MMA issuer", "MMA issuer 1"), "ld": ("writeback", "writeback 1")}
@@ -121,6 +122,24 @@ def _sibling(bar, cand):
     return ""
 
 
+def _unfilled(bar):
+    """'; no copy was ever issued to it, while <ring barrier at another stage> got its first copy at <line>
+    ...' for a fresh barrier of a ring whose other stages' copies were issued: the loop that fills the
+    ring stopped short of this stage. Else ''."""
+    if bar.completed or bar.copy_dsts or "[" not in (bar.name or ""):
+        return ""
+    ring = bar.name.split("[", 1)[0]
+    for other in bar.cta.mbarriers.values():
+        if other is bar or not other.copy_dsts or other.name.split("[", 1)[0] != ring:
+            continue
+        cta, lo = min(other.copy_dsts, key=lambda d: d[1])
+        sid = cta.copy_bar.get(lo, {}).get(other)
+        if sid:
+            return (f"; no copy was ever issued to it, while {other.name} of the same ring got its first copy at "
+                    f"{text(sid)}: does the loop that fills the ring reach this stage?")
+    return ""
+
+
 def _providers(bar, cluster_threads, by_key):
     """(threads expected to provide what the current phase lacks, how they were found)."""
     arrived = set(bar.arrived_by)
@@ -162,10 +181,10 @@ def _providers(bar, cluster_threads, by_key):
             [t for t in live if t.warp.role in roles]
         if cand:
             return cand, f"nobody has arrived on it yet; by its name, the {cand[0].warp.role} signals it" + \
-                _sibling(bar, cand)
+                (_sibling(bar, cand) or _unfilled(bar))
         # threads parked at a CTA or cluster barrier wait for the others to get there: not the culprits
         cand = [t for t in live if isinstance(t.blocked_on[0], MBarrier)] or live
-        return cand, "nobody has arrived on it yet: every running thread that does not wait on it"
+        return cand, "nobody has arrived on it yet: every running thread that does not wait on it" + _unfilled(bar)
     announcers = list(dict.fromkeys(t for t, _, _ in bar.expect_sites))
     return announcers, "they announced the bytes with expect_tx"
 
@@ -201,7 +220,8 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
     verb = "waits" if len(party) == 1 else "wait"
     if nxt is bar:
         return head + (f"; they were to come from {_who(party)} ({how}), which {verb} on this barrier itself: "
-                       f"nothing else can provide them"), None
+                       f"nothing else can provide them, so the wait names a phase its own later work completes"
+                       f"{_moved_copy(bar) or parity_origin(_blocked_site(party[0]))}"), None
     if isinstance(nxt, MBarrier):
         what = (f"mbarrier {nxt.name} [CTA {nxt.cta.rank_text()}] for phase {nxt.completed}{_at(party)}, which lacks "
                 f"{_missing(nxt)}")
@@ -209,6 +229,21 @@ def _step(bar, waiters, cluster_threads, by_key, pending):
         what = party[0].blocked_on[1]() + _at(party)
     text = head + f"; they were to come from {_who(party)} ({how}), which now {verb} {'on ' if isinstance(nxt, MBarrier) else ''}{what}"
     return text, (nxt if isinstance(nxt, MBarrier) else None)
+
+
+def _moved_copy(bar):
+    """" (copies into <buffer> complete on two barriers ...)" when a buffer that copies completing on
+    ``bar`` wrote was also filled by copies signalling another barrier: a buffer belongs to one stage,
+    so the copy that first paired it with a second barrier (its barrier, or stage index) is the slip,
+    and some phase waits for bytes that went elsewhere. Else ''."""
+    for cta, lo in sorted(bar.copy_dsts, key=lambda d: d[1]):
+        pairing = cta.copy_bar.get(lo, {})
+        if len(pairing) > 1:
+            (first, _), (second, sid) = list(pairing.items())[:2]
+            return (f" (copies into {cta.smem.name_of(lo)} complete on {first.name} and, from the copy issued at "
+                    f"{text(sid)}, on {second.name}: a buffer belongs to one stage's barrier, so check the barrier, "
+                    f"or stage index, that this copy and its expect_tx name)")
+    return ""
 
 
 def count_cause(cluster):

@@ -32,7 +32,7 @@ exited, i.e. issued after that exit).
 from __future__ import annotations
 
 from .errors import UndrainedArrival
-from .source import text
+from .source import loop_exit, text
 
 
 def concerns(bar, op, cta):
@@ -70,8 +70,18 @@ def check_exit(cta):
                            for bars in undrained.values() if len(bars) > 1 or bars[0] is not bar)
         raise UndrainedArrival(_report(
             cta, bar, bar.async_op, f"(phase {p}) is not ordered before that exit: no wait on {bar.name} for phase "
-                                    f"{p} or a later one comes before it") +
+                                    f"{p} or a later one comes before it{_missing_tail(bar)}") +
             (f" Not drained either: {others}." if others else ""))
+
+
+def _missing_tail(bar):
+    """Where the drain belongs: after the loop in which a thread waits on ``bar`` (the producer's ring)."""
+    for thread, sid in bar.wait_sites.values():
+        end = loop_exit(sid)
+        if end:
+            return (f" (the missing drain belongs at {end}, after the loop where {thread} waits on it at "
+                    f"{text(sid)})")
+    return ""
 
 
 def _of(bar, cta):

@@ -459,6 +459,7 @@ class CTA:
         self.smem = SharedMemory(self, dynamic_bytes)
         self.tmem = Tmem(self)
         self.mbarriers = {}
+        self.copy_bar = {}  # TMA load destination offset -> {mbarrier: kernel line of the first copy signalling it}
         self.named = {}
         self.warps = [Warp(self, w) for w in range(-(-nthreads // 32))]
         self.threads = [EmuThread(self, t) for t in range(nthreads)]

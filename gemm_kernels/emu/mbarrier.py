@@ -77,6 +77,8 @@ class MBarrier(Waitable):
         self.valid = True
         self.waits = 0  # successful waits so far (over-arrival check)
         self.meant = {}  # thread key -> the phase its last wait meant, counting its waits in order
+        self.copy_dsts = set()  # (CTA, offset) of the buffers TMA loads completing on it wrote
+        self.wait_sites = {}  # thread key -> (thread, the kernel line of its first successful wait here)
         self.warp_meant = {}  # warp clock slot -> (collective, phase meant by its lanes' first wait after it)
         self.last_completer = None  # (warp, lane, phase, waits) of the arrival that completed the last phase
         self.sp = SyncPoint()  # the current phase's releases (happens-before)
@@ -371,6 +373,10 @@ class MBarrier(Waitable):
                 else:
                     thread.warp.clock.acquire(sp.vc)
         self.meant[key] = meant
+        if key not in self.wait_sites:  # (the first is enough: a ring's waits sit on one line of a loop)
+            from .source import site
+
+            self.wait_sites[key] = (thread, site(1))
         pos = self.warp_meant.get(wslot)
         if pos is None or pos[0] != thread.collectives_seen:
             self.warp_meant[wslot] = (thread.collectives_seen, meant)
@@ -455,3 +461,52 @@ class MBarrier(Waitable):
         return (f"mbarrier {self.name} [CTA {self.cta.rank_text()} smem 0x{self.offset:x}]: phase "
                 f"{self.completed} (parity {self.completed & 1}) has {self.expected - self.pending} of "
                 f"{self.expected} arrivals, tx-count {self.tx}")
+
+
+def readers_outnumber_count(mma, cta, thread, reader_slot, reader_site, col, hit_quarter):
+    """The cause of a TMEM hazard (an MMA into columns whose tcgen05.ld by ``reader_slot`` is not ordered
+    before it) when it is a count too low: the MMA's issuer last consumed a phase of a barrier of its CTA
+    that only accumulator readers arrived on, that phase completed without the unordered reader's warp
+    and without any warp of its lane quarter, and more warps read the accumulator (in every CTA the MMA writes) than the barrier counts. Then the
+    phase completed before all the readers were done: the report leads with the init's count. Else ''."""
+    import numpy as np
+
+    cols = slice(mma.d_col, mma.d_col + mma.n)
+    readers = set()
+    for c in mma.ctas:
+        readers.update(int(s) for s in np.unique(c.tmem.ld_who[:, cols]) if s >= 0)
+    for bar in thread.cta.mbarriers.values():
+        phase = bar.consumed.get(thread.key)
+        if phase is None or phase < 0 or len(readers) <= bar.expected:
+            continue
+        i = len(bar.history) - (bar.completed - phase)
+        if not 0 <= i < len(bar.history):
+            continue
+        arrivers = [t for t in bar.history[i] if t is not None and hasattr(t, "warp")]
+        slots = {t.warp.clock.slot for t in arrivers}
+        if not arrivers or not slots <= readers or reader_slot in slots:
+            continue
+        # a warp reaches only its lane quarter (warp index % 4): if an arriving warp covers the reader's
+        # quarter, the reader is a second warp on those lanes (a wrong offset), not a missing arrival
+        if (cta, hit_quarter) in {(t.cta, t.warp.index % 4) for t in arrivers}:
+            continue
+        from .machine import _ranges
+        from .source import text
+
+        def warps(slots):
+            by_cta = {}
+            for s in sorted(slots):
+                c, ix = divmod(s % cta.cluster.clocks.nwarps, cta.cluster.warps_per_cta)
+                by_cta.setdefault(c, []).append(ix)
+            return "; ".join(f"warp{'s' * (len(ix) > 1)} {_ranges(ix)} of CTA {cta.cluster.ctas[c].rank_text()}"
+                             for c, ix in by_cta.items())
+
+        who, done = warps(readers), warps(slots)
+        return (f"mbarrier {bar.name} [CTA {bar.cta.rank_text()}] counts {bar.expected} arrival(s) per phase, set at "
+                f"{text(bar.init_site)}, but {len(readers)} warps read the accumulator it releases (TMEM columns "
+                f"{mma.d_col}..{mma.d_col + mma.n - 1}: {who}): its phase {phase} completed with the arrivals of "
+                f"{done} alone, so {thread}, which waited on it, issued an MMA at {text(mma.site)} into those columns "
+                f"while the tcgen05.ld of column {col} by {cta.cluster.slot_text(reader_slot)} at {text(reader_site)} "
+                f"was not ordered before it. Initialise it with the number of arrivals each use gets (one per "
+                f"reading warp: {len(readers)}).")
+    return ""

@@ -59,12 +59,16 @@ def _where(code, line):
     return f"{rel}:{line} ({code.co_name})"
 
 
+_site_keys = [None]  # id -> (code, line[, helper code, helper line])
+
+
 def intern(code, line, helper=None, helper_line=0):
     """The site id of ``line`` of ``code`` (inside ``helper`` at ``helper_line``, when given)."""
     key = (code, line) if helper is None else (code, line, helper, helper_line)
     sid = _site_ids.get(key)
     if sid is None:
         sid = _site_ids[key] = len(_site_text)
+        _site_keys.append(key)
         where = _where(code, line)
         _site_text.append(where if helper is None else f"{where}, in {_where(helper, helper_line)}")
     return sid
@@ -110,3 +114,75 @@ def text(sid):
 def here():
     """The kernel line running now, as text (for a report raised inside a twin)."""
     return _site_text[site(2)]
+
+
+def operand_origin(sid):
+    """For a report: where the first local variable passed on the kernel line ``sid`` (an operation's
+    first operand, e.g. an MMA's D address) was last assigned before that line, read from the kernel's
+    bytecode: "<name>, set at <line>", or "" when the line passes no such variable."""
+    import dis
+
+    key = _site_keys[sid] if 0 < sid < len(_site_keys) else None
+    if key is None:
+        return ""
+    code, line = key[0], key[1]
+    try:
+        ins = list(dis.get_instructions(code))
+    except TypeError:
+        return ""
+    loads = [i.argval for i in ins if i.opname.startswith("LOAD_FAST") and i.positions and i.positions.lineno == line]
+    if not loads:
+        return ""
+    name = loads[0][0] if isinstance(loads[0], tuple) else loads[0]
+    stores = [i.positions.lineno for i in ins if i.opname.startswith("STORE_FAST") and i.positions
+              and (i.argval == name or isinstance(i.argval, tuple) and name in i.argval)]
+    before = [n for n in stores if n is not None and n < line]
+    if not before:
+        return ""
+    return f"{name}, set at {_where(code, max(before))}"
+
+
+def loop_exit(sid):
+    """For a report of a missing drain: the first kernel line after the outermost loop that contains
+    line ``sid`` (read from the bytecode: a loop is a backward jump over that line), as text; "" when the
+    line is in no loop."""
+    import dis
+
+    key = _site_keys[sid] if 0 < sid < len(_site_keys) else None
+    if key is None:
+        return ""
+    code, line = key[0], key[1]
+    ins = list(dis.get_instructions(code))
+    at = [i.offset for i in ins if i.positions and i.positions.lineno == line]
+    if not at:
+        return ""
+    w = min(at)
+    loops = [(i.argval, i.offset) for i in ins if "BACKWARD" in i.opname and i.argval <= w < i.offset]
+    if not loops:
+        return ""
+    end = min(loops)[1]
+    after = [i.positions.lineno for i in ins if i.offset > end and i.positions and i.positions.lineno
+             and i.positions.lineno > line]
+    return _where(code, after[0]) if after else ""
+
+
+def parity_origin(sid):
+    """For a report of a wait that can never pass: the variable that carries the wait's parity on kernel
+    line ``sid`` (the last local variable the line reads) and every line of the kernel that assigns it,
+    read from the bytecode: " (its parity is <name>, set at <line>, <line>)", or ""."""
+    import dis
+
+    key = _site_keys[sid] if 0 < sid < len(_site_keys) else None
+    if key is None:
+        return ""
+    code, line = key[0], key[1]
+    ins = list(dis.get_instructions(code))
+    loads = [i.argval for i in ins if i.opname.startswith("LOAD_FAST") and i.positions and i.positions.lineno == line]
+    if not loads:
+        return ""
+    name = loads[-1][-1] if isinstance(loads[-1], tuple) else loads[-1]
+    stores = sorted({i.positions.lineno for i in ins if i.opname.startswith("STORE_FAST") and i.positions
+                     and i.positions.lineno and (i.argval == name or isinstance(i.argval, tuple) and name in i.argval)})
+    if not stores:
+        return ""
+    return f" (its parity is {name}, set at " + ", ".join(_where(code, n) for n in stores) + ")"

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import costmodel, drain
 from .errors import (
+    ArrivalMismatch,
     DescriptorError,
     MemoryFault,
     SharedMemoryHazard,
@@ -18,8 +19,9 @@ from .errors import (
     UninitializedRead,
 )
 from .hb import MMA, TC_WRITE, first_unordered
+from .mbarrier import readers_outnumber_count
 from .scheduler import AsyncOp
-from .source import site, text
+from .source import operand_origin, site, text
 from .tma import swizzle_offsets
 from .tmem_rules import check_allocated
 
@@ -152,9 +154,11 @@ class Mma(AsyncOp):
                         early = w.bar.completed_early(w) if getattr(w, "bar", None) is not None else None
                         if early is not None:  # the cause: the copy's barrier was announced too few bytes
                             raise early
+                        at = f", issued at {text(w.site)}," if getattr(w, "site", 0) else ""
                         raise SharedMemoryHazard(
-                            f"{thread} issued an MMA reading operand {name} at {smem.name_of(lo)} of CTA {cta.rank_text()} "
-                            f"while {w.description} is still writing it. Wait on the stage's TMA barrier first.")
+                            f"{thread} issued an MMA reading operand {name} at {smem.name_of(lo)} of CTA "
+                            f"{cta.rank_text()} (at {text(self.site)}) while {w.description}{at} is still writing it: the copy targets "
+                            f"a buffer the MMA reads, or the MMA did not wait on the stage's TMA barrier first.")
                 self.ranges.append((cta, lo, hi))
             for addrs, name in ((self.a_addr, "A"), (self.b_addr, "B")):
                 smem.touch_async(addrs.ravel(), False, self.slot, self.vc, self.site,
@@ -193,12 +197,26 @@ class Mma(AsyncOp):
         if hit is not None:
             q, c = hit
             col = self.d_col + c
+            low = readers_outnumber_count(self, cta, thread, int(who[q, c]), int(tm.ld_site[q, col]), col, q)
+            if low:
+                raise ArrivalMismatch(low)
             raise TmemHazard(
                 f"{thread} issued an MMA at {text(self.site)} into TMEM columns {self.d_col}..{self.d_col + self.n - 1} "
                 f"of CTA {cta.rank_text()}, but the tcgen05.ld of column {col} by "
                 f"{cta.cluster.slot_text(int(who[q, c]))} at {text(int(tm.ld_site[q, col]))} is not ordered before it: "
                 f"the MMA may overwrite the accumulator while it is being read. The readers must finish (wait::ld), "
                 f"fence::before_thread_sync and signal a barrier that the MMA issuer waits on.")
+        hit = first_unordered(tm.mma_who[cols], tm.mma_ep[cols], self.vc, skip=self.slot)
+        if hit is not None:  # two issuers' MMAs write the same columns, unordered: overlapping accumulators
+            col = self.d_col + hit
+            other = int(tm.mma_who[col])
+            raise TmemHazard(
+                f"accumulators overlap in TMEM: {thread} issued an MMA at {text(self.site)} into columns "
+                f"{self.d_col}..{self.d_col + self.n - 1} of CTA {cta.rank_text()} (D address "
+                f"{operand_origin(self.site)}), but column {col} also holds the accumulator of "
+                f"{cta.cluster.slot_text(other)} at {text(int(tm.mma_site[col]))}, and neither MMA is ordered "
+                f"before the other: each overwrites the other's sums. Give every accumulator its own TMEM "
+                f"columns (its offset from the allocation's base).")
         tm.mma_who[cols] = self.slot
         tm.mma_ep[cols] = self.vc[self.slot]
         tm.mma_site[cols] = self.site

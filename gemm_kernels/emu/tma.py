@@ -149,6 +149,10 @@ class TmaLoad(AsyncOp):
         # happens-before: the copy may write its bytes at any moment from now until its barrier phase
         # completes, so it is recorded now, as a write by the issuing warp's asynchronous work
         self.site = site(1)
+        pairing = dst_cta.copy_bar.setdefault(self.lo, {})  # (a deadlock report: a buffer filled via two barriers)
+        if bar not in pairing:
+            pairing[bar] = self.site
+        bar.copy_dsts.add((dst_cta, self.lo))
         self.slot, self.vc = thread.warp.clock.async_op(TMA)
         dst_cta.smem.touch_async(self.addrs, True, self.slot, self.vc, self.site,
                                  f"the TMA load issued by {thread} into {dst_cta.smem.name_of(self.lo)}", thread)
