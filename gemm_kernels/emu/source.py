@@ -116,43 +116,52 @@ def here():
     return _site_text[site(2)]
 
 
-def operand_origin(sid):
-    """For a report: where the first local variable passed on the kernel line ``sid`` (an operation's
-    first operand, e.g. an MMA's D address) was last assigned before that line, read from the kernel's
-    bytecode: "<name>, set at <line>", or "" when the line passes no such variable."""
+def _line_code(sid):
+    """(code, line, instructions) of kernel line ``sid``, or None when it is not a known site."""
     import dis
 
     key = _site_keys[sid] if 0 < sid < len(_site_keys) else None
     if key is None:
-        return ""
-    code, line = key[0], key[1]
+        return None
     try:
-        ins = list(dis.get_instructions(code))
+        return key[0], key[1], list(dis.get_instructions(key[0]))
     except TypeError:
-        return ""
-    loads = [i.argval for i in ins if i.opname.startswith("LOAD_FAST") and i.positions and i.positions.lineno == line]
+        return None
+
+
+def _locals_read(ins, line):
+    """The local variables line ``line`` reads, in order (a tuple argval names a pair of them)."""
+    return [i.argval for i in ins if i.opname.startswith("LOAD_FAST") and i.positions and i.positions.lineno == line]
+
+
+def _assignments(ins, name):
+    """The lines that assign local variable ``name``, in order."""
+    return sorted({i.positions.lineno for i in ins if i.opname.startswith("STORE_FAST") and i.positions
+                   and i.positions.lineno and (i.argval == name or isinstance(i.argval, tuple) and name in i.argval)})
+
+
+def operand_origin(sid):
+    """For a report: where the first local variable passed on the kernel line ``sid`` (an operation's
+    first operand, e.g. an MMA's D address) was last assigned before that line, read from the kernel's
+    bytecode: "<name>, set at <line>", or "" when the line passes no such variable."""
+    found = _line_code(sid)
+    loads = _locals_read(found[2], found[1]) if found else []
     if not loads:
         return ""
+    code, line, ins = found
     name = loads[0][0] if isinstance(loads[0], tuple) else loads[0]
-    stores = [i.positions.lineno for i in ins if i.opname.startswith("STORE_FAST") and i.positions
-              and (i.argval == name or isinstance(i.argval, tuple) and name in i.argval)]
-    before = [n for n in stores if n is not None and n < line]
-    if not before:
-        return ""
-    return f"{name}, set at {_where(code, max(before))}"
+    before = [n for n in _assignments(ins, name) if n < line]
+    return f"{name}, set at {_where(code, before[-1])}" if before else ""
 
 
 def loop_exit(sid):
     """For a report of a missing drain: the first kernel line after the outermost loop that contains
     line ``sid`` (read from the bytecode: a loop is a backward jump over that line), as text; "" when the
     line is in no loop."""
-    import dis
-
-    key = _site_keys[sid] if 0 < sid < len(_site_keys) else None
-    if key is None:
+    found = _line_code(sid)
+    if not found:
         return ""
-    code, line = key[0], key[1]
-    ins = list(dis.get_instructions(code))
+    code, line, ins = found
     at = [i.offset for i in ins if i.positions and i.positions.lineno == line]
     if not at:
         return ""
@@ -170,19 +179,13 @@ def parity_origin(sid):
     """For a report of a wait that can never pass: the variable that carries the wait's parity on kernel
     line ``sid`` (the last local variable the line reads) and every line of the kernel that assigns it,
     read from the bytecode: " (its parity is <name>, set at <line>, <line>)", or ""."""
-    import dis
-
-    key = _site_keys[sid] if 0 < sid < len(_site_keys) else None
-    if key is None:
-        return ""
-    code, line = key[0], key[1]
-    ins = list(dis.get_instructions(code))
-    loads = [i.argval for i in ins if i.opname.startswith("LOAD_FAST") and i.positions and i.positions.lineno == line]
+    found = _line_code(sid)
+    loads = _locals_read(found[2], found[1]) if found else []
     if not loads:
         return ""
+    code, _, ins = found
     name = loads[-1][-1] if isinstance(loads[-1], tuple) else loads[-1]
-    stores = sorted({i.positions.lineno for i in ins if i.opname.startswith("STORE_FAST") and i.positions
-                     and i.positions.lineno and (i.argval == name or isinstance(i.argval, tuple) and name in i.argval)})
+    stores = _assignments(ins, name)
     if not stores:
         return ""
     return f" (its parity is {name}, set at " + ", ".join(_where(code, n) for n in stores) + ")"
