@@ -26,8 +26,7 @@ import re
 from collections import Counter
 
 from .machine import _ranges
-from .mbarrier import MBarrier
-from .mbarrier import _blocked_site
+from .mbarrier import MBarrier, _blocked_site
 from .source import parity_origin, text, thread_site
 
 #: the side of a handoff a barrier's name starts with -> the warp roles (trace.ROLES) that signal it
