@@ -1,0 +1,229 @@
+"""Host quantisation for step 11: FP8 (e4m3, e5m2) and block-scaled MXFP8 and NVFP4 operands.
+
+The number formats come from ``ml_dtypes`` (float8_e4m3fn, float8_e5m2, float4_e2m1fn,
+float8_e8m0fnu), not from bit twiddling here: rounding, saturation and NaN follow that library, and
+``tests/test_quant.py`` checks its decoding of every code against the formats' definitions.
+
+``quantize(x, fmt)`` turns an (M, K) float array into a ``Quantized``: the element codes as the
+tensor core reads them from memory (one byte per element; NVFP4 packs two E2M1 codes per byte, the
+element of even k in the low nibble), the scale factors in the plain (M, K / block) layout, and the
+same scale factors in the packed layout the tensor core's ``tcgen05.cp`` copies from shared memory
+(``sf_offset`` below). ``dequantize`` inverts it: values times their block's scale, in float32.
+
+Formats (``FORMATS``):
+
+* ``e4m3``, ``e5m2``: one FP8 code per element, no scale factor (kind::f8f6f4). Values beyond the
+  format's largest finite value saturate to it (the host's choice: an overflow to NaN, which
+  ml_dtypes' plain cast gives for e4m3, would poison every dot product it enters).
+* ``mxfp8``: e4m3 elements, one UE8M0 scale (a power of two) per 32 elements of K (OCP MX v1.0;
+  kind::mxf8f6f4, ``.block32``). The scale is 2**(floor(log2(amax)) - 8), 8 being e4m3's largest
+  exponent, so the block's largest element lands in e4m3's top binade; elements saturate at 448.
+* ``nvfp4``: E2M1 elements, one UE4M3 scale per 16 elements of K (kind::mxf4nvf4, ``.block16``).
+  The scale is amax / 6 rounded to e4m3 (6 is E2M1's largest value), clipped to e4m3's positive
+  range [2**-9, 448]; elements saturate at 6. UE4M3 is e4m3 with the sign bit zero
+  (ml_dtypes.float8_e4m3fn holding positive values). No per-tensor second scale: the tensor core
+  does not apply one, so a caller who needs it multiplies D by it.
+
+An all-zero block gets the scale 1.0. Padding of the packed layout (rows past M up to a multiple
+of 128, scale columns past K / block up to a multiple of 4) holds the code of 1.0, so a padded
+zero element times its scale stays 0 (0xFF, the poison of uninitialised memory, is NaN in UE8M0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+#: format -> (element dtype, scale dtype or None, elements per scale factor or None)
+FORMATS = {
+    "e4m3": (ml_dtypes.float8_e4m3fn, None, None),
+    "e5m2": (ml_dtypes.float8_e5m2, None, None),
+    "mxfp8": (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu, 32),
+    "nvfp4": (ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e4m3fn, 16),
+}
+#: the tensor core's scale-factor atom: 128 rows (M or N) x 4 scale factors along K, 512 bytes
+SF_ATOM_ROWS = 128
+SF_ATOM_COLS = 4
+SF_ATOM_BYTES = SF_ATOM_ROWS * SF_ATOM_COLS
+#: largest exponent of an e4m3 normal number (448 = 1.75 * 2**8): MX's emax_elem for FP8 E4M3
+_E4M3_EMAX = 8
+
+
+def element_max(fmt):
+    """The largest finite value of ``fmt``'s element type."""
+    return float(ml_dtypes.finfo(_spec(fmt)[0]).max)
+
+
+def _spec(fmt):
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: the formats are {list(FORMATS)}")
+    return FORMATS[fmt]
+
+
+@dataclass(frozen=True)
+class Quantized:
+    """An (M, K) operand in ``fmt``. ``codes``: uint8, (M, K) (one code per byte) or (M, K // 2)
+    for nvfp4 (two codes per byte, even k in the low nibble). ``values``: the elements as
+    ml_dtypes values, (M, K). ``scales``: (M, K // block) in the scale dtype, or None.
+    ``scales_packed``: uint8, the tensor core's layout (see ``pack_scales``), or None."""
+    fmt: str
+    codes: np.ndarray
+    values: np.ndarray
+    scales: np.ndarray | None
+    scales_packed: np.ndarray | None
+
+    @property
+    def block(self):
+        return FORMATS[self.fmt][2]
+
+    @property
+    def shape(self):
+        return self.values.shape
+
+
+def _check_input(x, fmt):
+    _spec(fmt)
+    x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"quantize takes a 2-D (M, K) array, got shape {x.shape}: reshape it to rows x K")
+    if x.dtype.kind != "f":
+        raise ValueError(f"quantize takes a floating-point array, got dtype {x.dtype}: convert it with "
+                         ".astype(np.float32)")
+    if x.size == 0:
+        raise ValueError(f"quantize got an empty array of shape {x.shape}: M and K must be at least 1")
+    x = x.astype(np.float32)
+    if not np.isfinite(x).all():
+        raise ValueError("quantize got NaN or infinite values: the formats' scales are computed from each "
+                         "block's largest magnitude, so replace them first (np.nan_to_num)")
+    block = FORMATS[fmt][2]
+    if block and x.shape[1] % block:
+        raise ValueError(f"K = {x.shape[1]} is not a multiple of {fmt}'s scale block of {block} elements: "
+                         f"pad K to a multiple of {block} with zeros")
+    return x
+
+
+def _block_amax(x, block):
+    m, k = x.shape
+    return np.abs(x).reshape(m, k // block, block).max(axis=2)
+
+
+def _scales(x, fmt):
+    """The scale factor of every block, in the scale dtype, (M, K // block)."""
+    _, sdtype, block = FORMATS[fmt]
+    amax = _block_amax(x, block)
+    if fmt == "mxfp8":
+        exp = np.floor(np.log2(np.where(amax > 0, amax, 1.0))) - _E4M3_EMAX
+        exp = np.clip(exp, -127, 127)
+        s = np.where(amax > 0, np.exp2(exp), 1.0)
+    else:  # nvfp4: amax / 6 in e4m3, inside e4m3's positive range
+        tiny = float(ml_dtypes.finfo(ml_dtypes.float8_e4m3fn).smallest_subnormal)
+        s = np.where(amax > 0, np.clip(amax / element_max(fmt), tiny, 448.0), 1.0)
+    return s.astype(np.float32).astype(sdtype)
+
+
+def _to_elements(x, edtype):
+    """``x`` cast to ``edtype`` with saturation at its largest finite value."""
+    top = float(ml_dtypes.finfo(edtype).max)
+    return np.clip(x, -top, top).astype(edtype)
+
+
+def codes_of(values):
+    """The bit patterns of an ml_dtypes array, as uint8 (4-bit formats: the low nibble)."""
+    return values.view(np.uint8).copy()
+
+
+def pack_nibbles(codes):
+    """(M, K) 4-bit codes -> (M, K // 2) bytes, element 2j in the low nibble of byte j."""
+    if codes.shape[1] % 2:
+        raise ValueError(f"K = {codes.shape[1]} is odd: 4-bit elements pack two per byte")
+    return (codes[:, 0::2] & 0xF) | ((codes[:, 1::2] & 0xF) << 4)
+
+
+def unpack_nibbles(packed):
+    """Inverse of ``pack_nibbles``."""
+    out = np.empty((packed.shape[0], packed.shape[1] * 2), dtype=np.uint8)
+    out[:, 0::2] = packed & 0xF
+    out[:, 1::2] = packed >> 4
+    return out
+
+
+def sf_offset(row, sf_col, sf_cols):
+    """Byte offset of scale factor (row, sf_col) in the packed layout of an operand with ``sf_cols``
+    scale factors per row. The layout is a grid of 512-byte atoms, atoms along K first: atom
+    (row // 128, sf_col // 4) is number (row // 128) * ceil(sf_cols / 4) + sf_col // 4; inside an
+    atom, row r = 32 * i + j (j < 32) and scale column c sit at 16 * j + 4 * i + c. So one 16-byte
+    row of an atom holds rows j, j + 32, j + 64, j + 96, four scale factors each: the 32 lanes x
+    128 bits that ``tcgen05.cp .32x128b.warpx4`` copies into TMEM (lane j, column i, byte c).
+    Accepts numpy integer arrays."""
+    row = np.asarray(row, dtype=np.int64)
+    sf_col = np.asarray(sf_col, dtype=np.int64)
+    atoms_k = -(-int(sf_cols) // SF_ATOM_COLS)
+    r = row % SF_ATOM_ROWS
+    atom = (row // SF_ATOM_ROWS) * atoms_k + sf_col // SF_ATOM_COLS
+    return atom * SF_ATOM_BYTES + 16 * (r % 32) + 4 * (r // 32) + sf_col % SF_ATOM_COLS
+
+
+def packed_size(rows, sf_cols):
+    """Bytes of the packed layout: whole atoms, rows up to a multiple of 128, columns of 4."""
+    return -(-rows // SF_ATOM_ROWS) * -(-sf_cols // SF_ATOM_COLS) * SF_ATOM_BYTES
+
+
+def pack_scales(scales):
+    """(rows, sf_cols) scale factors (an ml_dtypes array) -> uint8 bytes in the packed layout,
+    padding holding the code of 1.0."""
+    rows, cols = scales.shape
+    one = codes_of(np.array([1.0], dtype=np.float32).astype(scales.dtype))[0]
+    out = np.full(packed_size(rows, cols), one, dtype=np.uint8)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    out[sf_offset(r, c, cols)] = codes_of(scales)
+    return out
+
+
+def unpack_scales(packed, rows, sf_cols, dtype):
+    """Inverse of ``pack_scales``: the (rows, sf_cols) scale factors as ``dtype``."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    if packed.size != packed_size(rows, sf_cols):
+        raise ValueError(f"packed scale factors hold {packed.size} bytes, a ({rows}, {sf_cols}) scale "
+                         f"matrix packs into {packed_size(rows, sf_cols)}")
+    r, c = np.meshgrid(np.arange(rows), np.arange(sf_cols), indexing="ij")
+    return packed[sf_offset(r, c, sf_cols)].view(dtype)
+
+
+def quantize(x, fmt):
+    """``x`` (M, K, float) in ``fmt`` (one of ``FORMATS``): a ``Quantized``. Raises ValueError for
+    a non-2-D or non-float array, NaN/inf, an unknown format, or K not a multiple of the block."""
+    x = _check_input(x, fmt)
+    edtype, sdtype, block = FORMATS[fmt]
+    if block is None:
+        values = _to_elements(x, edtype)
+        return Quantized(fmt, codes_of(values), values, None, None)
+    scales = _scales(x, fmt)
+    expanded = np.repeat(scales.astype(np.float32), block, axis=1)
+    values = _to_elements(x / expanded, edtype)
+    codes = codes_of(values)
+    if fmt == "nvfp4":
+        codes = pack_nibbles(codes)
+    return Quantized(fmt, codes, values, scales, pack_scales(scales))
+
+
+def dequantize(q):
+    """The float32 (M, K) matrix ``q`` stands for: each element times its block's scale factor."""
+    if not isinstance(q, Quantized):
+        raise ValueError(f"dequantize takes a Quantized (from quantize), got {type(q).__name__}")
+    v = q.values.astype(np.float32)
+    if q.scales is None:
+        return v
+    return v * np.repeat(q.scales.astype(np.float32), q.block, axis=1)
+
+
+def from_codes(codes, fmt, k=None):
+    """The element values of raw codes as stored in memory (nvfp4: packed bytes, ``k`` elements
+    per row), as float32: how the tensor core decodes what it reads."""
+    edtype = _spec(fmt)[0]
+    codes = np.asarray(codes, dtype=np.uint8)
+    if fmt == "nvfp4":
+        codes = unpack_nibbles(codes)
+        if k is not None:
+            codes = codes[:, :k]
+    return codes.view(edtype).astype(np.float32)
