@@ -283,3 +283,41 @@ def issue_mma(kind, group, d_tmem, a_desc, b_desc, idesc, sfa, sfb, accumulate):
     t.last_mma = op
     t.scheduler.submit(op)
     t.advance()
+
+
+# -- accumulation models, as functions (the replay of the H200 recording uses both) ---------------
+def exact_sum(a, b):
+    """The emulator's model of one MMA: ``a`` (M, K) and ``b`` (N, K) decoded values (float64); exact
+    products, their sum rounded to float32 once."""
+    return LowpMma._sum(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+
+
+def _exponents(x):
+    with np.errstate(divide="ignore"):
+        e = np.floor(np.log2(np.abs(x)))
+    return np.where(x == 0, -np.inf, e)
+
+
+def aligned_sum(a, b, d=None, frac_bits=13):
+    """Hopper's FP8 wgmma as the H200 recording shows it (tests/hopper/wgmma_fp8.py): each product
+    a_k * b_k, and the accumulator ``d`` (float32, (M, N)) when given, is truncated toward zero to a
+    multiple of 2**(E - frac_bits), E the largest of the products' exponent sums (exponent of a plus
+    exponent of b) and d's exponent; the truncated terms are summed exactly and the sum is rounded
+    to float32. Infinite or NaN terms give the IEEE sum. Returns float32 (M, N)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        prods = a[:, None, :] * b[None, :, :]
+        ep = _exponents(a)[:, None, :] + _exponents(b)[None, :, :]
+        ep = np.where(prods == 0, -np.inf, ep)
+        if d is not None:
+            d = np.asarray(d, dtype=np.float64)
+            prods = np.concatenate([d[..., None], prods], axis=2)
+            ep = np.concatenate([_exponents(d)[..., None], ep], axis=2)
+        special = ~np.isfinite(prods).all(axis=2)
+        emax = ep.max(axis=2, keepdims=True)
+        q = np.exp2(np.where(np.isfinite(emax), emax, 0.0) - frac_bits)
+        terms = np.trunc(np.where(np.isfinite(prods), prods, 0.0) / q) * q
+        out = terms.sum(axis=2)
+        out = np.where(special, prods.sum(axis=2), out)
+    return out.astype(np.float32)
