@@ -12,7 +12,8 @@ from numba import cuda, uint32
 
 from gemm_kernels import emu, layouts, ptx
 from gemm_kernels import quant as Q
-from gemm_kernels.emu.errors import DescriptorError, EmulatorError, SharedMemoryHazard, UninitializedRead
+from gemm_kernels.emu.errors import (DescriptorError, EmulatorError, SharedMemoryHazard, TmemHazard,
+                                     UninitializedRead)
 from tests.emu_kernels import BAR, SLOT, TMAP_A, _epilogue, sw128
 
 A_BUF = 1024                 # 128 rows x 128 bytes, 128B swizzle
@@ -37,7 +38,8 @@ def k_lowp(out, kind, idesc, atoms, bug):
     bug 1: no copy of A's scale factors. bug 2: the copies are issued before the TMA wait.
     bug 3: B's scale factors are copied into columns the MMA does not read.
     bug 4: A's scale-factor buffer is refilled by TMA right after the MMAs, before the commit that
-    says the copies read it."""
+    says the copies read it.
+    bug 5: the accumulator starts at column SFA_COL: the first MMA overwrites A's scale factors."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -70,16 +72,17 @@ def k_lowp(out, kind, idesc, atoms, bug):
         if bug == 2:
             ptx.mbarrier_wait(tma_bar, 0)
             ptx.tcgen05_fence_after()
+        d = tmem + (SFA_COL if bug == 5 else 0)
         for k in range(4):
             a, b = sw128(base + A_BUF + 32 * k), sw128(base + B_BUF + 32 * k)
             acc = 1 if k > 0 else 0
             if kind == 0:
-                ptx.tcgen05_mma_f8f6f4(tmem, a, b, idesc, acc)
+                ptx.tcgen05_mma_f8f6f4(d, a, b, idesc, acc)
             elif kind == 1:  # one atom: 4 scale columns, MMA k reads byte k of each word
-                ptx.tcgen05_mma_mxf8f6f4(tmem, a, b, layouts.instr_desc_sf_ids_dev(idesc, k, k),
+                ptx.tcgen05_mma_mxf8f6f4(d, a, b, layouts.instr_desc_sf_ids_dev(idesc, k, k),
                                          tmem + SFA_COL, tmem + SFB_COL, acc)
             else:  # four atoms: MMA k reads all four bytes of atom k's words
-                ptx.tcgen05_mma_mxf4nvf4(tmem, a, b, idesc, tmem + SFA_COL + 4 * k, tmem + SFB_COL + 4 * k, acc)
+                ptx.tcgen05_mma_mxf4nvf4(d, a, b, idesc, tmem + SFA_COL + 4 * k, tmem + SFB_COL + 4 * k, acc)
         if bug == 4:
             ptx.mbarrier_arrive_expect_tx(tma_bar, 512 * atoms)
             ptx.tma_load_2d(base + SFA_BUF, TMAP_SFA, 0, 0, tma_bar)
@@ -213,6 +216,14 @@ def test_scale_buffer_refilled_before_the_copy_read_it(policy):
 def _line(text):
     lines, first = inspect.getsourcelines(k_lowp)
     return first + next(i for i, ln in enumerate(lines) if text in ln)
+
+
+@pytest.mark.parametrize("policy", ["lazy", "eager", "random"])
+def test_accumulator_over_the_scale_factors(policy):
+    qa, qb, idesc = _mx_pair()
+    with pytest.raises(TmemHazard, match=r"overlap the scale factors") as info:
+        _run("mxf8f6f4", qa, qb, idesc, bug=5, policy=policy)
+    assert f"test_emu_lowp.py:{_line('ptx.tcgen05_mma_mxf8f6f4(d, a, b')}" in str(info.value)
 
 
 def test_ue4m3_scale_with_sign_bit_is_refused():

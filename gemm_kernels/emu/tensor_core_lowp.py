@@ -20,7 +20,9 @@ layout, so the layout is checked end to end by running a copy and an MMA.
 Rules for the new ways to be wrong: an MMA reads scale-factor words that no tcgen05.cp wrote
 (``UninitializedRead``); the four lane partitions disagree (a copy without .warpx4 replication:
 ``DescriptorError``); a UE4M3 scale factor with its sign bit set (``DescriptorError``: the format is
-unsigned); a copy reads shared memory a TMA copy is still writing (``SharedMemoryHazard``, as an MMA);
+unsigned); an MMA reads scale factors that an accumulator overwrote after the copy (``TmemHazard``: the
+accumulator's columns overlap the scale factors'); a copy reads shared memory a TMA copy is still
+writing (``SharedMemoryHazard``, as an MMA);
 a copy's source changes before it executed (``SharedMemoryHazard``). Modelled: cta_group::1 for the
 block-scaled kinds, both cta_groups for kind::f8f6f4; K-major operands; E4M3/E5M2 and E2M1 only.
 """
@@ -32,7 +34,7 @@ import numpy as np
 from .. import layouts
 from . import costmodel
 from .context import thread as _thread
-from .errors import DescriptorError, MemoryFault, SharedMemoryHazard, UninitializedRead
+from .errors import DescriptorError, MemoryFault, SharedMemoryHazard, TmemHazard, UninitializedRead
 from .hb import MMA, TC_WRITE
 from .scheduler import AsyncOp
 from .source import site, text
@@ -45,6 +47,8 @@ _F8 = {0: ml_dtypes.float8_e4m3fn, 1: ml_dtypes.float8_e5m2}
 _SCALE = {"ue8m0": ml_dtypes.float8_e8m0fnu, "ue4m3": ml_dtypes.float8_e4m3fn}
 #: per TMEM word written by a tcgen05.cp: the copy's sequence number (0: never written by a copy)
 _FILL_ATTR = "sf_fill"
+#: TMEM column -> (description, site) of the MMA whose accumulator overwrote copied scale factors
+_CLOBBER_ATTR = "sf_clobbered_by"
 
 
 def _fill_map(tmem):
@@ -218,6 +222,14 @@ class LowpMma(Mma):
         words = _words(tm)
         quarters = np.stack([words[32 * q + r % 32, cols] for q in range(4)])
         filled = np.stack([fill[32 * q + r % 32, cols] for q in range(4)])
+        if (filled < 0).any():
+            q, i = (int(x[0]) for x in np.nonzero(filled < 0))
+            what, sid = getattr(tm, _CLOBBER_ATTR)[int(cols[i])]
+            raise TmemHazard(
+                f"{self.description} at {text(self.site)} reads its {which} scale factors from TMEM column {cols[i]} "
+                f"of CTA {cta.rank_text()}, which {what} at {text(sid)} overwrote with its accumulator after the "
+                f"tcgen05.cp: the accumulator's columns overlap the scale factors'. Give the scale factors TMEM "
+                f"columns of their own.")
         if not filled.all():
             q, i = (int(x[0]) for x in np.nonzero(filled == 0))
             raise UninitializedRead(
@@ -260,6 +272,17 @@ class LowpMma(Mma):
             a = a * np.repeat(sa, block, axis=1)
             b = b * np.repeat(sb, block, axis=1)
         return self._sum(a, b)
+
+    def execute(self):
+        super().execute()
+        for cta in self.ctas:  # scale factors under this accumulator are gone
+            fill = _fill_map(cta.tmem)
+            cols = slice(self.d_col, self.d_col + self.n)
+            if (fill[:, cols] > 0).any():
+                fill[:, cols] = -1
+                clobber = getattr(cta.tmem, _CLOBBER_ATTR, None) or {}
+                clobber.update({c: (self.description, self.site) for c in range(self.d_col, self.d_col + self.n)})
+                setattr(cta.tmem, _CLOBBER_ATTR, clobber)
 
     @staticmethod
     def _sum(a, b):
