@@ -28,7 +28,8 @@ block-scaled kinds, both cta_groups for kind::f8f6f4; K-major operands; E4M3/E5M
 """
 from __future__ import annotations
 
-import ml_dtypes
+import functools
+
 import numpy as np
 
 from .. import layouts
@@ -43,8 +44,18 @@ from .tmem_rules import check_allocated
 
 #: kind -> K elements per MMA
 K_OF = {"f8f6f4": 32, "mxf8f6f4": 32, "mxf4nvf4": 64}
-_F8 = {0: ml_dtypes.float8_e4m3fn, 1: ml_dtypes.float8_e5m2}
-_SCALE = {"ue8m0": ml_dtypes.float8_e8m0fnu, "ue4m3": ml_dtypes.float8_e4m3fn}
+#: A/B format codes of kind::f8f6f4 the emulator decodes
+_F8_CODES = (0, 1)
+
+
+@functools.cache
+def _dtypes():
+    """The ml_dtypes types, imported when an MMA first needs them: gemm_kernels.ptx (every kernel)
+    imports this module, and only step 11's kernels need the low-precision formats."""
+    import ml_dtypes
+
+    return {"f8": {0: ml_dtypes.float8_e4m3fn, 1: ml_dtypes.float8_e5m2}, "e2m1": ml_dtypes.float4_e2m1fn,
+            "scale": {"ue8m0": ml_dtypes.float8_e8m0fnu, "ue4m3": ml_dtypes.float8_e4m3fn}}
 #: per TMEM word written by a tcgen05.cp: the copy's sequence number (0: never written by a copy)
 _FILL_ATTR = "sf_fill"
 #: TMEM column -> (description, site) of the MMA whose accumulator overwrote copied scale factors
@@ -167,7 +178,7 @@ class LowpMma(Mma):
         where = f"instruction descriptor 0x{int(idesc):08x} of a kind::{self.kind} MMA (cta_group::{cta_group})"
         if self.kind == "f8f6f4":
             d = decode_instr_desc(idesc)
-            if d["a_fmt"] not in _F8 or d["b_fmt"] not in _F8:
+            if d["a_fmt"] not in _F8_CODES or d["b_fmt"] not in _F8_CODES:
                 raise DescriptorError(f"{where}: A/B formats {d['a_fmt']}/{d['b_fmt']} are not E4M3 (0) or E5M2 (1); "
                                       f"the 6- and 4-bit formats are not modelled")
             if d["d_fmt"] != 1:
@@ -209,8 +220,8 @@ class LowpMma(Mma):
             nib = np.empty((raw.shape[0], 64), dtype=np.uint8)
             nib[:, 0::2] = raw & 0xF
             nib[:, 1::2] = raw >> 4
-            return nib.view(ml_dtypes.float4_e2m1fn).astype(np.float64)
-        return raw.view(_F8[fmt]).astype(np.float64)
+            return nib.view(_dtypes()["e2m1"]).astype(np.float64)
+        return raw.view(_dtypes()["f8"][fmt]).astype(np.float64)
 
     def _scales(self, cta, base, rows, which):
         """(rows, K / block) scale factors of ``which`` operand from TMEM, as float64."""
@@ -243,7 +254,7 @@ class LowpMma(Mma):
                 f"quarter 0 and lane quarter {q} (TMEM column {cols[i]}): the PTX ISA requires scale factors in all "
                 f"four 32-lane partitions; copy them with .warpx4")
         word = quarters[0].astype("<u4").view(np.uint8).reshape(rows, 4)
-        sdtype = _SCALE[self.fmt["scale_dtype"]]
+        sdtype = _dtypes()["scale"][self.fmt["scale_dtype"]]
         if self.fmt["per_mma"] == 4:
             code = word
         else:
