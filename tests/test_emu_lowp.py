@@ -270,3 +270,28 @@ def test_decode_is_exact_for_every_e4m3_code():
     out = _run("f8f6f4", qa, qb, layouts.make_instr_desc_f8f6f4(128, N))
     assert np.array_equal(out, values.astype(np.float32))
     assert len(np.unique(codes)) == 254
+
+
+@pytest.mark.parametrize("policy", ["lazy", "random"])
+def test_fp8_pair_mma_matches_numpy(policy):
+    """kind::f8f6f4 with cta_group::2: the CTA-pair kernel of the emulator tests (tests/emu_kernels.py's
+    k_mma_cg2, each CTA loading its half of A and B) with the FP8 pair MMA in place of the FP16 one:
+    the byte counts of its boxes are the same (128 bytes per row)."""
+    import types
+
+    from tests import emu_kernels as K
+
+    ptx_f8 = types.ModuleType("ptx_f8")
+    ptx_f8.__dict__.update(vars(ptx))
+    ptx_f8.tcgen05_mma_cg2 = ptx.tcgen05_mma_f8f6f4_cg2
+    kern = types.FunctionType(K.k_mma_cg2.__code__, {**K.k_mma_cg2.__globals__, "ptx": ptx_f8}, "k_mma_cg2_fp8",
+                              K.k_mma_cg2.__defaults__)
+    rng = np.random.default_rng(9)
+    qa = Q.quantize(rng.standard_normal((256, 128)).astype(np.float32), "e4m3")
+    qb = Q.quantize(rng.standard_normal((256, 128)).astype(np.float32), "e5m2")
+    out = np.full((256, 256), np.nan, dtype=np.float32)
+    idesc = layouts.make_instr_desc_f8f6f4(256, 256, a_dtype="e4m3", b_dtype="e5m2", cta_group=2)
+    K.run(kern, (out, idesc, 256, 0), block=128, grid=2, cluster=2, policy=policy, seed=1,
+          names=K.bar_names("tma_bar", "mma_done", "spare", "late", "bye"),
+          maps=K.tmaps((K.TMAP_A, qa.codes, 128, 128), (K.TMAP_B, qb.codes, 128, 128)))
+    _check(out, qa, qb)
