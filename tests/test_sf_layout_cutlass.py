@@ -6,8 +6,6 @@ and ``UMMA::make_instr_desc``. tests/cutlass_oracle/sf_oracle.cpp prints CUTLASS
 compiled like the oracle of tests/test_layouts_cutlass.py (same headers, same skips, which the full CI
 run turns into failures).
 """
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -15,37 +13,14 @@ import pytest
 
 from gemm_kernels import layouts as L
 from gemm_kernels import quant as Q
-from tests.test_layouts_cutlass import _cuda_include, _cutlass_include
+from tests.test_layouts_cutlass import run_oracle
 
 ORACLE_SRC = Path(__file__).parent / "cutlass_oracle" / "sf_oracle.cpp"
 
 
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory):
-    cxx = shutil.which("g++")
-    if cxx is None:
-        pytest.skip("g++ not found: install it (Debian: apt-get install g++) to cross-check against CUTLASS")
-    cutlass_inc = _cutlass_include()
-    if cutlass_inc is None:
-        pytest.skip("CUTLASS headers not found: pip install --no-deps nvidia-cutlass==4.2.0.0 "
-                    "(see tests/cutlass_oracle/README.md)")
-    cuda_inc = _cuda_include()
-    if cuda_inc is None:
-        pytest.skip("CUDA headers (cuda_runtime_api.h + crt/host_defines.h) not found: pip install "
-                    "nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 (tools/setup.sh does), or set CUDA_HOME")
-    exe = tmp_path_factory.mktemp("sf_oracle") / "sf_oracle"
-    cmd = [cxx, "-std=c++17", "-O0", "-Wno-deprecated-declarations", f"-I{cutlass_inc}",
-           f"-I{cuda_inc / 'cccl'}", f"-I{cuda_inc}", str(ORACLE_SRC), "-o", str(exe)]
-    build = subprocess.run(cmd, capture_output=True, text=True)
-    assert build.returncode == 0, f"oracle did not compile:\n{' '.join(cmd)}\n{build.stderr[-4000:]}"
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = {"SF": [], "SFB": [], "BSIDESC": [], "F8IDESC": []}
-    for line in run.stdout.splitlines():
-        kind, _, rest = line.partition(" ")
-        if kind in out:
-            out[kind].append(rest.split())
-    return out
+    return run_oracle(ORACLE_SRC, tmp_path_factory, ("SF", "SFB", "BSIDESC", "F8IDESC"))
 
 
 @pytest.mark.parametrize("which", ["SF", "SFB"])

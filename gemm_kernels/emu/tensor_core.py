@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import costmodel, drain
+from .context import thread as _thread
 from .errors import (
     ArrivalMismatch,
     DescriptorError,
@@ -287,6 +288,25 @@ class Mma(AsyncOp):
                     f"buffer before the MMA completed: wait for the commit's barrier before reusing it.")
             bufs.append(buf)
         return bufs
+
+
+def issue_mma(group, make):
+    """The calling thread issues the MMA ``make(thread, ctas)`` builds (``ctas``: its CTA, or the pair
+    for cta_group::2, which only the even CTA may issue), in issue order after its earlier MMAs."""
+    t = _thread()
+    t.launch.use_cta_group(group, "tcgen05.mma", t)
+    if group == 2:
+        if t.cta.rank % 2:
+            raise MemoryFault(f"{t} issued a cta_group::2 MMA from the odd CTA of the pair; the even "
+                              f"(leader) CTA issues for both")
+        ctas = [t.cta, t.cta.cluster.ctas[t.cta.rank + 1]]
+    else:
+        ctas = [t.cta]
+    op = make(t, ctas)
+    op.predecessor = t.last_mma
+    t.last_mma = op
+    t.scheduler.submit(op)
+    t.advance()
 
 
 class Commit(AsyncOp):

@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 from .. import layouts
-from . import costmodel
+from . import costmodel, tensor_core
 from .context import thread as _thread
 from .errors import DescriptorError, MemoryFault, SharedMemoryHazard, TmemHazard, UninitializedRead
 from .hb import MMA, TC_WRITE
@@ -303,20 +303,8 @@ class LowpMma(Mma):
 
 
 def issue_mma(kind, group, d_tmem, a_desc, b_desc, idesc, sfa, sfb, accumulate):
-    t = _thread()
-    t.launch.use_cta_group(group, "tcgen05.mma", t)
-    if group == 2:
-        if t.cta.rank % 2:
-            raise MemoryFault(f"{t} issued a cta_group::2 MMA from the odd CTA of the pair; the even (leader) CTA "
-                              f"issues for both")
-        ctas = [t.cta, t.cta.cluster.ctas[t.cta.rank + 1]]
-    else:
-        ctas = [t.cta]
-    op = LowpMma(t, ctas, d_tmem, a_desc, b_desc, idesc, accumulate, group, kind, sfa, sfb)
-    op.predecessor = t.last_mma
-    t.last_mma = op
-    t.scheduler.submit(op)
-    t.advance()
+    tensor_core.issue_mma(group, lambda t, ctas: LowpMma(t, ctas, d_tmem, a_desc, b_desc, idesc, accumulate, group,
+                                                          kind, sfa, sfb))
 
 
 # -- accumulation models, as functions (the replay of the H200 recording uses both) ---------------
