@@ -18,11 +18,13 @@ Formats (``FORMATS``):
 * ``mxfp8``: e4m3 elements, one UE8M0 scale (a power of two) per 32 elements of K (OCP MX v1.0;
   kind::mxf8f6f4, ``.block32``). The scale is 2**(floor(log2(amax)) - 8), 8 being e4m3's largest
   exponent, so the block's largest element lands in e4m3's top binade; elements saturate at 448.
-* ``nvfp4``: E2M1 elements, one UE4M3 scale per 16 elements of K (kind::mxf4nvf4, ``.block16``).
-  The scale is amax / 6 rounded to e4m3 (6 is E2M1's largest value), clipped to e4m3's positive
-  range [2**-9, 448]; elements saturate at 6. UE4M3 is e4m3 with the sign bit zero
-  (ml_dtypes.float8_e4m3fn holding positive values). No per-tensor second scale: the tensor core
-  does not apply one, so a caller who needs it multiplies D by it.
+* ``nvfp4``: E2M1 elements, one UE4M3 scale per 16 elements of K (kind::mxf4nvf4, ``.block16``),
+  and one float32 scale for the whole tensor, ``global_scale`` = amax(x) / (6 * 448), so that the
+  block scales use UE4M3's whole range whatever the tensor's magnitude (NVIDIA's two-level NVFP4
+  recipe). A block's scale is amax_block / (6 * global_scale) rounded to e4m3 (6 is E2M1's largest
+  value), clipped to e4m3's positive range [2**-9, 448]; elements saturate at 6. UE4M3 is e4m3
+  with the sign bit zero (ml_dtypes.float8_e4m3fn holding positive values). The tensor core applies
+  the block scales only: a kernel multiplies D by the two operands' global scales.
 
 An all-zero block gets the scale 1.0. Padding of the packed layout (rows past M up to a multiple
 of 128, scale columns past K / block up to a multiple of 4) holds the code of 1.0, so a padded
@@ -66,12 +68,14 @@ class Quantized:
     """An (M, K) operand in ``fmt``. ``codes``: uint8, (M, K) (one code per byte) or (M, K // 2)
     for nvfp4 (two codes per byte, even k in the low nibble). ``values``: the elements as
     ml_dtypes values, (M, K). ``scales``: (M, K // block) in the scale dtype, or None.
-    ``scales_packed``: uint8, the tensor core's layout (see ``pack_scales``), or None."""
+    ``scales_packed``: uint8, the tensor core's layout (see ``pack_scales``), or None.
+    ``global_scale``: nvfp4's per-tensor float32 scale (1.0 for the other formats)."""
     fmt: str
     codes: np.ndarray
     values: np.ndarray
     scales: np.ndarray | None
     scales_packed: np.ndarray | None
+    global_scale: float = 1.0
 
     @property
     def block(self):
@@ -106,6 +110,14 @@ def _check_input(x, fmt):
 def _block_amax(x, block):
     m, k = x.shape
     return np.abs(x).reshape(m, k // block, block).max(axis=2)
+
+
+def _global_scale(x, fmt):
+    """nvfp4's per-tensor scale: the tensor's largest magnitude maps to E2M1's 6 times UE4M3's 448."""
+    if fmt != "nvfp4":
+        return 1.0
+    amax = float(np.abs(x).max())
+    return float(np.float32(amax / (element_max(fmt) * 448.0))) if amax > 0 else 1.0
 
 
 def _scales(x, fmt):
@@ -198,23 +210,27 @@ def quantize(x, fmt):
     if block is None:
         values = _to_elements(x, edtype)
         return Quantized(fmt, codes_of(values), values, None, None)
+    g = _global_scale(x, fmt)
+    x = (x / np.float32(g)).astype(np.float32)
     scales = _scales(x, fmt)
     expanded = np.repeat(scales.astype(np.float32), block, axis=1)
     values = _to_elements(x / expanded, edtype)
     codes = codes_of(values)
     if fmt == "nvfp4":
         codes = pack_nibbles(codes)
-    return Quantized(fmt, codes, values, scales, pack_scales(scales))
+    return Quantized(fmt, codes, values, scales, pack_scales(scales), g)
 
 
-def dequantize(q):
-    """The float32 (M, K) matrix ``q`` stands for: each element times its block's scale factor."""
+def dequantize(q, *, with_global=True):
+    """The float32 (M, K) matrix ``q`` stands for: each element times its block's scale factor and,
+    unless ``with_global`` is False, the per-tensor scale (what the tensor core computes with: its
+    A x B lacks the two global scales)."""
     if not isinstance(q, Quantized):
         raise ValueError(f"dequantize takes a Quantized (from quantize), got {type(q).__name__}")
     v = q.values.astype(np.float32)
-    if q.scales is None:
-        return v
-    return v * np.repeat(q.scales.astype(np.float32), q.block, axis=1)
+    if q.scales is not None:
+        v = v * np.repeat(q.scales.astype(np.float32), q.block, axis=1)
+    return v * np.float32(q.global_scale) if with_global and q.global_scale != 1.0 else v
 
 
 def from_codes(codes, fmt, k=None):

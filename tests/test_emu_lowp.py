@@ -130,14 +130,18 @@ def _run(kind, qa, qb, idesc, bug=0, policy="lazy", seed=0):
     return out
 
 
+def _deq(q):
+    return Q.dequantize(q, with_global=False).astype(np.float64)  # what the tensor core multiplies
+
+
 def _reference(qa, qb):
-    return Q.dequantize(qa).astype(np.float64) @ Q.dequantize(qb).astype(np.float64).T
+    return _deq(qa) @ _deq(qb).T
 
 
 def _check(out, qa, qb, rows=slice(None)):
     ref = _reference(qa, qb)[rows]
     # per MMA one float32 rounding of an exact sum, then 3 float32 additions: a few ulps of sum |a b|
-    mag = (np.abs(Q.dequantize(qa)).astype(np.float64) @ np.abs(Q.dequantize(qb)).astype(np.float64).T)[rows]
+    mag = (np.abs(_deq(qa)) @ np.abs(_deq(qb)).T)[rows]
     err = np.abs(out[rows] - ref)
     assert np.all(err <= 8 * np.finfo(np.float32).eps * mag + 1e-38), err.max()
 

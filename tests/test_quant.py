@@ -88,8 +88,9 @@ def test_block_scaled_roundtrip(fmt, block, m, k):
     # reference: numpy on the decoded codes and scales, written out independently
     elem = Q.from_codes(q.codes, fmt, k)
     scale = q.scales.astype(np.float32)
-    want = (elem.reshape(m, k // block, block) * scale[..., None]).reshape(m, k)
+    want = (elem.reshape(m, k // block, block) * scale[..., None]).reshape(m, k) * np.float32(q.global_scale)
     assert np.array_equal(d, want)
+    assert np.array_equal(Q.dequantize(q, with_global=False) * np.float32(q.global_scale), d)
     # relative error per block: half a unit of the element format's mantissa, for the block's largest
     amax = np.abs(x).reshape(m, k // block, block).max(axis=2)
     err = np.abs(d - x).reshape(m, k // block, block).max(axis=2)
@@ -110,6 +111,25 @@ def test_mxfp8_scale_puts_the_block_max_in_the_top_binade():
     assert 256.0 <= float(q.values[0, 3].astype(np.float32)) <= 448.0
 
 
+@pytest.mark.parametrize("magnitude", [1e-30, 1e-6, 1.0, 1e6, 1e30])
+def test_nvfp4_global_scale_keeps_any_magnitude(magnitude):
+    """The per-tensor scale puts the largest block scale at UE4M3's 448 whatever the magnitude, so the
+    relative error does not depend on it (the block scales alone span only 2**-9 .. 448)."""
+    x = _matrix(32, 64, seed=11, spread=3.0) * np.float32(magnitude)
+    q = Q.quantize(x, "nvfp4")
+    assert q.global_scale == pytest.approx(np.abs(x).max() / 2688.0, rel=1e-6)
+    assert float(q.scales.astype(np.float32).max()) == 448.0
+    def rel_err(q, x):
+        x = x.astype(np.float64)
+        return np.linalg.norm(Q.dequantize(q).astype(np.float64) - x) / np.linalg.norm(x)
+
+    rel = rel_err(q, x)
+    one = _matrix(32, 64, seed=11, spread=3.0)
+    ref_rel = rel_err(Q.quantize(one, "nvfp4"), one)
+    assert rel == pytest.approx(ref_rel, rel=0.05)
+    assert rel < 0.15
+
+
 def test_zero_block_scale_is_one_and_zeros_stay_zero():
     x = np.zeros((2, 64), dtype=np.float32)
     for fmt in ("mxfp8", "nvfp4"):
@@ -119,9 +139,10 @@ def test_zero_block_scale_is_one_and_zeros_stay_zero():
 
 
 def test_nvfp4_packs_even_k_in_the_low_nibble():
-    x = np.array([[0.5, 1.0, 1.5, -6.0] + [0.0] * 12], dtype=np.float32)
+    x = np.array([[0.5, 1.0, 1.5, -6.0] + [0.0] * 12], dtype=np.float32) * np.float32(448.0)
     q = Q.quantize(x, "nvfp4")
-    assert float(q.scales[0, 0].astype(np.float32)) == 1.0
+    assert q.global_scale == 1.0  # amax = 6 * 448
+    assert float(q.scales[0, 0].astype(np.float32)) == 448.0
     # E2M1 codes: 0.5 = 0x1, 1.0 = 0x2, 1.5 = 0x3, -6 = 0xF
     assert q.codes[0, :2].tolist() == [0x21, 0xF3]
     assert np.array_equal(Q.unpack_nibbles(q.codes), Q.codes_of(q.values))
