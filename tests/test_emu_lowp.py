@@ -299,3 +299,115 @@ def test_fp8_pair_mma_matches_numpy(policy):
           names=K.bar_names("tma_bar", "mma_done", "spare", "late", "bye"),
           maps=K.tmaps((K.TMAP_A, qa.codes, 128, 128), (K.TMAP_B, qb.codes, 128, 128)))
     _check(out, qa, qb)
+
+
+# -- the CTA pair (cta_group::2) ------------------------------------------------------------------
+P_SFA_COL, P_SFB_COL = 256, 272  # the accumulator takes columns 0..255 (N = 256)
+P_SFA_BUF, P_SFB_BUF = SFA_BUF, SFA_BUF + 2048
+P_SHARED = P_SFB_BUF + 4096
+
+
+def k_lowp_pair(out, kind, idesc, atoms_k, bug):
+    """D[256, 256] = A . B^T by a CTA pair: CTA r loads its 128 rows of A and of B, the scale factors of
+    its A rows (``atoms_k`` atoms) and of all 256 rows of B (2 x ``atoms_k`` atoms); the even CTA copies
+    them into both CTAs' TMEM (cta_group::2), issues 4 pair MMAs and commits to both CTAs.
+    bug 1: the copy of B's second row block (rows 128..255) is left out."""
+    smem32 = cuda.shared.array(0, uint32)
+    base = ptx.shared_addr(smem32)
+    tid = cuda.threadIdx.x
+    warp, lane = tid // 32, tid % 32
+    rank = ptx.cluster_ctarank()
+    tma_bar, mma_done = base + BAR(0), base + BAR(1)
+    if tid == 0:
+        ptx.mbarrier_init(tma_bar, 1)
+        ptx.mbarrier_init(mma_done, 1)
+        ptx.fence_mbarrier_init()
+    ptx.cluster_arrive()
+    ptx.cluster_wait()
+    if warp == 0:
+        ptx.tmem_alloc_cg2(base + SLOT, 512)
+    ptx.tcgen05_fence_before()
+    cuda.syncthreads()
+    ptx.tcgen05_fence_after()
+    tmem = smem32[SLOT // 4]
+    if tid == 0:
+        ptx.mbarrier_arrive_expect_tx(tma_bar, 2 * 16384 + 3 * 512 * atoms_k)
+        ptx.tma_load_2d(base + A_BUF, TMAP_A, 0, 128 * rank, tma_bar)
+        ptx.tma_load_2d(base + B_BUF, TMAP_B, 0, 128 * rank, tma_bar)
+        ptx.tma_load_2d(base + P_SFA_BUF, TMAP_SFA, 0, 4 * atoms_k * rank, tma_bar)
+        ptx.tma_load_2d(base + P_SFB_BUF, TMAP_SFB, 0, 0, tma_bar)
+        ptx.mbarrier_wait(tma_bar, 0)
+    ptx.cluster_arrive()  # both CTAs' operands and scale factors are in
+    ptx.cluster_wait()
+    if rank == 0 and tid == 0:
+        ptx.tcgen05_fence_after()
+        for j in range(atoms_k):  # k-atom j: A's at SFA_COL + 4 j, B's two row blocks at SFB_COL + 8 j (+ 4)
+            ptx.tcgen05_cp_32x128b_warpx4_cg2(tmem + P_SFA_COL + 4 * j, _sf_desc(base + P_SFA_BUF + 512 * j))
+            for rb in range(2):
+                if not (bug == 1 and rb == 1):
+                    ptx.tcgen05_cp_32x128b_warpx4_cg2(tmem + P_SFB_COL + 8 * j + 4 * rb,
+                                                      _sf_desc(base + P_SFB_BUF + 512 * (rb * atoms_k + j)))
+        for k in range(4):
+            a, b = sw128(base + A_BUF + 32 * k), sw128(base + B_BUF + 32 * k)
+            acc = 1 if k > 0 else 0
+            if kind == 1:
+                ptx.tcgen05_mma_mxf8f6f4_cg2(tmem, a, b, layouts.instr_desc_sf_ids_dev(idesc, k, k),
+                                             tmem + P_SFA_COL, tmem + P_SFB_COL, acc)
+            else:
+                ptx.tcgen05_mma_mxf4nvf4_cg2(tmem, a, b, idesc, tmem + P_SFA_COL + 4 * k, tmem + P_SFB_COL + 8 * k,
+                                             acc)
+        ptx.tcgen05_commit_cg2_multicast(mma_done, 3)
+    ptx.mbarrier_wait_cluster(mma_done, 0)
+    ptx.tcgen05_fence_after()
+    _epilogue(out, tmem, warp, lane, 128 * rank, 0, 256, 32 * warp)
+    ptx.tcgen05_fence_before()
+    ptx.cluster_arrive()
+    ptx.cluster_wait()
+    if warp == 0:
+        ptx.tcgen05_fence_after()
+        ptx.tmem_relinquish_cg2()
+        ptx.tmem_dealloc_cg2(tmem, 512)
+
+
+def _run_pair(kind, qa, qb, idesc, bug=0, policy="lazy", seed=0):
+    sfa, sfb = qa.scales_packed.reshape(-1, 128), qb.scales_packed.reshape(-1, 128)
+    atoms_k = sfa.shape[0] // 8  # two row blocks of A, 4 rows of 128 bytes per atom
+    maps = {TMAP_A: emu.TensorMapModel(qa.codes, 128, 128, "128B", name="A"),
+            TMAP_B: emu.TensorMapModel(qb.codes, 128, 128, "128B", name="B"),
+            TMAP_SFA: emu.TensorMapModel(sfa, 4 * atoms_k, 128, "none", name="SFA"),
+            TMAP_SFB: emu.TensorMapModel(sfb, sfb.shape[0], 128, "none", name="SFB")}
+    out = np.full((256, 256), np.nan, dtype=np.float32)
+    names = [("TMEM slot", SLOT, 4), ("A tile", A_BUF, 16384), ("B tile", B_BUF, 16384),
+             ("SFA", P_SFA_BUF, 2048), ("SFB", P_SFB_BUF, 4096)]
+    emu.run(k_lowp_pair, 2, 128, (out, KINDS[kind][0], idesc, atoms_k, bug), cluster=2, shared_bytes=P_SHARED,
+            policy=policy, seed=seed, names=names, tensor_maps=maps)
+    return out
+
+
+def _pair_operands(kind, fmt, seed):
+    k = KINDS[kind][1]
+    rng = np.random.default_rng(seed)
+
+    def mat(rows):
+        mag = np.exp2(rng.uniform(-6, 6, (rows, k // 16))).repeat(16, axis=1)
+        return (rng.standard_normal((rows, k)) * mag).astype(np.float32)
+
+    return Q.quantize(mat(256), fmt), Q.quantize(mat(256), fmt)
+
+
+@pytest.mark.parametrize("kind, fmt, scale", [("mxf8f6f4", "mxfp8", "ue8m0"), ("mxf4nvf4", "nvfp4", "ue4m3")])
+@pytest.mark.parametrize("policy", ["lazy", "random"])
+def test_block_scaled_pair_mma_matches_numpy(kind, fmt, scale, policy):
+    qa, qb = _pair_operands(kind, fmt, seed=12)
+    ab = "e4m3" if fmt == "mxfp8" else "e2m1"
+    idesc = layouts.make_instr_desc_block_scaled(256, 256, kind=kind, a_dtype=ab, b_dtype=ab, scale_dtype=scale,
+                                                 cta_group=2)
+    _check(_run_pair(kind, qa, qb, idesc, policy=policy, seed=2), qa, qb)
+
+
+def test_pair_mma_missing_a_row_block_of_b_scales():
+    qa, qb = _pair_operands("mxf8f6f4", "mxfp8", seed=13)
+    idesc = layouts.make_instr_desc_block_scaled(256, 256, kind="mxf8f6f4", a_dtype="e4m3", b_dtype="e4m3",
+                                                 scale_dtype="ue8m0", cta_group=2)
+    with pytest.raises(UninitializedRead, match=r"B scale factors from TMEM lane \d+, column 276 of CTA"):
+        _run_pair("mxf8f6f4", qa, qb, idesc, bug=1)

@@ -24,7 +24,10 @@ unsigned); an MMA reads scale factors that an accumulator overwrote after the co
 accumulator's columns overlap the scale factors'); a copy reads shared memory a TMA copy is still
 writing (``SharedMemoryHazard``, as an MMA);
 a copy's source changes before it executed (``SharedMemoryHazard``). Modelled: cta_group::1 for the
-block-scaled kinds, both cta_groups for kind::f8f6f4; K-major operands; E4M3/E5M2 and E2M1 only.
+block-scaled kinds and cta_group::2 with M = 256 (each CTA holding the scale factors of its own
+rows of A and of all of B's columns, copied from its own shared memory by the pair's tcgen05.cp:
+CUTLASS's arrangement; the ISA says only that a cta_group::2 copy writes both CTAs' TMEM), both
+cta_groups for kind::f8f6f4; K-major operands; E4M3/E5M2 and E2M1 only.
 """
 from __future__ import annotations
 
@@ -82,11 +85,11 @@ class ScaleCopy(AsyncOp):
     unit = "tensor core"
     _seq = 0
 
-    def __init__(self, thread, taddr, s_desc):
+    def __init__(self, thread, cta, taddr, s_desc):
         self.site = site(2)
         lane, self.col = (int(taddr) >> 16) & 0xFFFF, int(taddr) & 0xFFFF
         super().__init__(thread, f"tcgen05.cp .32x128b.warpx4 into TMEM columns {self.col}..{self.col + 3} "
-                                 f"(issued by {thread} at {text(self.site)})")
+                                 f"of CTA {cta.rank_text()} (issued by {thread} at {text(self.site)})")
         if lane:
             raise MemoryFault(f"{self.description}: the TMEM address has lane {lane}; .warpx4 fills lanes 0..31 "
                               f"and copies them into every lane quarter, so the address names lane 0")
@@ -96,7 +99,6 @@ class ScaleCopy(AsyncOp):
                                   f"(bits 46-48 = 0b001, swizzle 0, base offset 0); got {d}")
         r = np.arange(32)
         self.addr = (d["start"] + (r // 8) * d["sbo"] + (r % 8) * 16)[:, None] + np.arange(16)[None, :]
-        cta = thread.cta
         self.cta = cta
         check_allocated(thread, cta, self.col, 4, "tcgen05.cp", self.site)
         thread.tcgen05_op("tcgen05.cp", self.site, TC_WRITE)
@@ -143,14 +145,21 @@ class ScaleCopy(AsyncOp):
 def issue_cp(taddr, s_desc, group):
     t = _thread()
     t.launch.use_cta_group(group, "tcgen05.cp", t)
+    ctas = [t.cta]
     if group == 2:
-        raise DescriptorError(f"{t}: tcgen05.cp.cta_group::2 is valid PTX but the emulator models the scale-factor "
-                              f"copy of cta_group::1 only")
-    op = ScaleCopy(t, taddr, s_desc)
-    op.predecessor = t.last_mma  # tcgen05.cp and tcgen05.mma of one thread execute in issue order
-    t.last_mma = op
-    t.unretired_mma.append(op)  # tcgen05.commit tracks the copy too
-    t.scheduler.submit(op)
+        # the PTX ISA: the data goes into the TMEM of both CTAs of the pair. From each CTA's own shared
+        # memory at the same offset (as a pair MMA reads its operands): not stated by the ISA; it is how
+        # CUTLASS uses it (each CTA loads the scale factors of its own A rows, and all of B's)
+        if t.cta.rank % 2:
+            raise MemoryFault(f"{t} issued a cta_group::2 tcgen05.cp from the odd CTA of the pair; the even (leader) "
+                              f"CTA issues for both")
+        ctas.append(t.cta.cluster.ctas[t.cta.rank + 1])
+    for cta in ctas:
+        op = ScaleCopy(t, cta, taddr, s_desc)
+        op.predecessor = t.last_mma  # tcgen05.cp and tcgen05.mma of one thread execute in issue order
+        t.last_mma = op
+        t.unretired_mma.append(op)  # tcgen05.commit tracks the copy too
+        t.scheduler.submit(op)
     t.advance()
 
 
@@ -166,13 +175,14 @@ class LowpMma(Mma):
         self.sfb = None if sfb is None else (int(sfb) >> 16 & 0xFFFF, int(sfb) & 0xFFFF)
         super().__init__(thread, ctas, d_tmem, a_desc, b_desc, idesc, accumulate, cta_group)
         if kind != "f8f6f4":
-            cta = ctas[0]
-            n_cols_a, n_cols_b = -(-self.m // 32), -(-self.n // 32)
-            for (lane, col), name, ncols in ((self.sfa, "scale-A", n_cols_a), (self.sfb, "scale-B", n_cols_b)):
-                if lane:
-                    raise MemoryFault(f"{self.description}: the {name} TMEM address has lane {lane}; scale factors "
-                                      f"start at lane 0 (row r at lane r % 32 of every lane quarter)")
-                check_allocated(thread, cta, col, ncols, f"an MMA's {name} scale factors", self.site)
+            # each CTA's TMEM: the scale factors of its own rows of A, and of all N columns of B
+            n_cols_a, n_cols_b = -(-self.m // len(ctas) // 32), -(-self.n // 32)
+            for cta in ctas:
+                for (lane, col), name, ncols in ((self.sfa, "scale-A", n_cols_a), (self.sfb, "scale-B", n_cols_b)):
+                    if lane:
+                        raise MemoryFault(f"{self.description}: the {name} TMEM address has lane {lane}; scale "
+                                          f"factors start at lane 0 (row r at lane r % 32 of every lane quarter)")
+                    check_allocated(thread, cta, col, ncols, f"an MMA's {name} scale factors", self.site)
 
     def decode(self, idesc, cta_group):
         where = f"instruction descriptor 0x{int(idesc):08x} of a kind::{self.kind} MMA (cta_group::{cta_group})"
@@ -185,8 +195,6 @@ class LowpMma(Mma):
                 raise DescriptorError(f"{where}: D format {d['d_fmt']}: the emulator models an F32 (1) accumulator")
             check_instr_desc(dict(d, a_fmt=0, b_fmt=0), cta_group)  # the shape rules are kind::f16's
             return d
-        if cta_group != 1:
-            raise DescriptorError(f"{where}: the block-scaled kinds are modelled for cta_group::1 only")
         f = layouts.decode_instr_desc_block_scaled(int(idesc), self.kind)
         if f["reserved"] or f["sparse"] or f["negate_a"] or f["negate_b"] or f["k96"]:
             raise DescriptorError(f"{where}: reserved, sparsity, negation or K=96 bits set; the kernels use the dense "
@@ -204,9 +212,12 @@ class LowpMma(Mma):
         if per_mma == 4 and (f["sfa_id"] or f["sfb_id"]):
             raise DescriptorError(f"{where}: .block16 reads all four bytes of each scale-factor word; its "
                                   f"scale-factor IDs must be 0 (found A {f['sfa_id']}, B {f['sfb_id']})")
-        if f["m"] != 128 or not (8 <= f["n"] <= 256 and f["n"] % 8 == 0):
+        if cta_group == 1 and (f["m"] != 128 or not (8 <= f["n"] <= 256 and f["n"] % 8 == 0)):
             raise DescriptorError(f"{where}: cta_group::1 needs M = 128 and N a multiple of 8 in [8, 256] "
                                   f"(M={f['m']}, N={f['n']})")
+        if cta_group == 2 and (f["m"] != 256 or not (16 <= f["n"] <= 256 and f["n"] % 16 == 0)):
+            raise DescriptorError(f"{where}: cta_group::2 needs N a multiple of 16 in [16, 256], and the emulator "
+                                  f"models M = 256 only (M={f['m']}, N={f['n']})")
         codes = {"e4m3": 0, "e5m2": 1, "e2m1": 1}
         return dict(f, d_fmt=1, a_fmt=codes[f["a_dtype"]], b_fmt=codes[f["b_dtype"]], per_mma=per_mma)
 
@@ -267,22 +278,19 @@ class LowpMma(Mma):
         return np.ascontiguousarray(code).view(sdtype).astype(np.float64)
 
     def _product(self):
-        (buf,) = self._operand_buffers() if self.cta_group == 1 else (None,)
-        if buf is None:  # kind::f8f6f4 of a pair: each CTA's half of A and B
-            bufs = self._operand_buffers()
-            a = np.concatenate([self._elements(self._bytes(b, self.a_addr), self.fmt["a_fmt"]) for b in bufs])
-            b_ = np.concatenate([self._elements(self._bytes(b, self.b_addr), self.fmt["b_fmt"]) for b in bufs])
-            return self._sum(a, b_)
-        a = self._elements(self._bytes(buf, self.a_addr), self.fmt["a_fmt"])
-        b = self._elements(self._bytes(buf, self.b_addr), self.fmt["b_fmt"])
-        if self.kind != "f8f6f4":
-            cta = self.ctas[0]
-            sa = self._scales(cta, self.sfa, self.m, "A")
+        bufs = self._operand_buffers()
+        a_parts = [self._elements(self._bytes(buf, self.a_addr), self.fmt["a_fmt"]) for buf in bufs]
+        b = np.concatenate([self._elements(self._bytes(buf, self.b_addr), self.fmt["b_fmt"]) for buf in bufs])
+        if self.kind == "f8f6f4":
+            return self._sum(np.concatenate(a_parts), b)
+        rows = self.m // len(self.ctas)
+        out = []
+        for cta, a in zip(self.ctas, a_parts):  # each CTA's rows of D, with its own copies of the scale factors
+            sa = self._scales(cta, self.sfa, rows, "A")
             sb = self._scales(cta, self.sfb, self.n, "B")
             block = self.k // sa.shape[1]
-            a = a * np.repeat(sa, block, axis=1)
-            b = b * np.repeat(sb, block, axis=1)
-        return self._sum(a, b)
+            out.append(self._sum(a * np.repeat(sa, block, axis=1), b * np.repeat(sb, block, axis=1)))
+        return np.concatenate(out)
 
     def execute(self):
         super().execute()
