@@ -39,7 +39,9 @@ def k_lowp(out, kind, idesc, atoms, bug):
     bug 3: B's scale factors are copied into columns the MMA does not read.
     bug 4: A's scale-factor buffer is refilled by TMA right after the MMAs, before the commit that
     says the copies read it.
-    bug 5: the accumulator starts at column SFA_COL: the first MMA overwrites A's scale factors."""
+    bug 5: the accumulator starts at column SFA_COL: the first MMA overwrites A's scale factors.
+    bug 6: A's scale factors are copied to lane 32 (a .warpx4 copy names lane 0).
+    bug 7: A's copy gets a 128B-swizzled descriptor (the scale-factor atom is not swizzled)."""
     smem32 = cuda.shared.array(0, uint32)
     base = ptx.shared_addr(smem32)
     tid = cuda.threadIdx.x
@@ -65,7 +67,11 @@ def k_lowp(out, kind, idesc, atoms, bug):
             ptx.tcgen05_fence_after()
         if kind:
             for j in range(atoms):
-                if bug != 1:
+                if bug == 6:
+                    ptx.tcgen05_cp_32x128b_warpx4(tmem + (32 << 16) + SFA_COL, _sf_desc(base + SFA_BUF))
+                elif bug == 7:
+                    ptx.tcgen05_cp_32x128b_warpx4(tmem + SFA_COL, sw128(base + SFA_BUF))
+                elif bug != 1:
                     ptx.tcgen05_cp_32x128b_warpx4(tmem + SFA_COL + 4 * j, _sf_desc(base + SFA_BUF + 512 * j))
                 ptx.tcgen05_cp_32x128b_warpx4(tmem + SFB_COL + 4 * j + (64 if bug == 3 else 0),
                                               _sf_desc(base + SFB_BUF + 512 * j))
@@ -228,6 +234,16 @@ def test_accumulator_over_the_scale_factors(policy):
     with pytest.raises(TmemHazard, match=r"overlap the scale factors") as info:
         _run("mxf8f6f4", qa, qb, idesc, bug=5, policy=policy)
     assert f"test_emu_lowp.py:{_line('ptx.tcgen05_mma_mxf8f6f4(d, a, b')}" in str(info.value)
+
+
+def test_copy_to_another_lane_or_from_a_swizzled_descriptor_is_refused():
+    from gemm_kernels.emu.errors import MemoryFault
+
+    qa, qb, idesc = _mx_pair()
+    with pytest.raises(MemoryFault, match="has lane 32; .warpx4 fills lanes 0..31"):
+        _run("mxf8f6f4", qa, qb, idesc, bug=6)
+    with pytest.raises(DescriptorError, match="no-swizzle"):
+        _run("mxf8f6f4", qa, qb, idesc, bug=7)
 
 
 def test_ue4m3_scale_with_sign_bit_is_refused():
