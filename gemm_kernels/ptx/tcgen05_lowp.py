@@ -8,9 +8,11 @@ Facts (PTX ISA 9.7.16.10.9.1 tcgen05.mma, 9.7.16.10.7 Block Scaling, 9.7.16.9.2 
 is 32 for 8-bit elements and 64 for E2M1; the scale factors come from TMEM addresses
 ``[scale-A-tmem]`` and ``[scale-B-tmem]``, must be present in all four 32-lane partitions of TMEM,
 and ``tcgen05.cp .32x128b.warpx4`` copies 32 rows of 16 bytes into 32 lanes x 4 columns and
-replicates them into each of the four lane quarters. ``tcgen05.cp`` and ``tcgen05.mma`` issued by one
-thread execute in issue order (the ISA's pipelined pair), so an MMA after the copy that fills its
-scale factors needs no wait; ``tcgen05.commit`` tracks both.
+replicates them into each of the four lane quarters. ``tcgen05.cp`` -> ``tcgen05.mma`` and
+``tcgen05.mma`` -> ``tcgen05.cp`` issued by one thread are pipelined pairs (PTX ISA, the tcgen05 memory
+consistency model's "pipelined instructions"): they execute in issue order, so an MMA after the copy
+that fills its scale factors needs no wait, and a copy after the MMAs that read the previous ones
+may reuse their TMEM columns; ``tcgen05.commit`` tracks both.
 
 The twins hand each operation to the emulator's model (gemm_kernels.emu.tensor_core_lowp)."""
 from ..emu import tensor_core_lowp as _lowp
