@@ -243,3 +243,59 @@ def from_codes(codes, fmt, k=None):
         if k is not None:
             codes = codes[:, :k]
     return codes.view(edtype).astype(np.float32)
+
+
+#: (A format, B format) -> the tcgen05.mma kind that multiplies them
+KINDS = {**{(a, b): "f8f6f4" for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2")},
+         ("mxfp8", "mxfp8"): "mxf8f6f4", ("nvfp4", "nvfp4"): "mxf4nvf4"}
+
+
+def check_pair(qa, qb):
+    """The checks a step-11 kernel makes before launch, with what to change: two ``Quantized``
+    operands of one K, a format pair one tensor-core kind multiplies, scale factors of the shape,
+    dtype and packed size their format needs. Returns (kind, M, N, K)."""
+    for name, q in (("A", qa), ("B", qb)):
+        if not isinstance(q, Quantized):
+            raise ValueError(f"{name} must be a Quantized operand (gemm_kernels.quant.quantize(x, fmt)), got "
+                             f"{type(q).__name__}")
+    kind = KINDS.get((qa.fmt, qb.fmt))
+    if kind is None:
+        raise ValueError(f"A in {qa.fmt} and B in {qb.fmt}: the tensor core multiplies FP8 by FP8 (e4m3/e5m2, any "
+                         f"mix), MXFP8 by MXFP8 or NVFP4 by NVFP4; quantize both operands to one of these pairs")
+    (m, k), (n, kb) = qa.shape, qb.shape
+    if k != kb:
+        raise ValueError(f"A has K = {k} and B has K = {kb}: both operands are (rows, K) with the same K")
+    for name, q, rows in (("A", qa, m), ("B", qb, n)):
+        edtype, sdtype, block = FORMATS[q.fmt]
+        packed_k = k // 2 if q.fmt == "nvfp4" else k
+        if q.codes.dtype != np.uint8 or q.codes.shape != (rows, packed_k):
+            raise ValueError(f"{name}'s codes must be uint8 of shape ({rows}, {packed_k}) for {q.fmt}; got "
+                             f"{q.codes.dtype} {q.codes.shape}")
+        if block is None:
+            continue
+        if k % block:
+            raise ValueError(f"K = {k} is not a multiple of {q.fmt}'s scale block of {block}: pad K with zeros")
+        if q.scales is None or q.scales.dtype != sdtype or q.scales.shape != (rows, k // block):
+            got = None if q.scales is None else f"{q.scales.dtype} {q.scales.shape}"
+            raise ValueError(f"{name}'s scale factors must be {np.dtype(sdtype).name} of shape ({rows}, {k // block}) "
+                             f"(one per {block} elements of K); got {got}")
+        size = packed_size(rows, k // block)
+        if q.scales_packed is None or q.scales_packed.dtype != np.uint8 or q.scales_packed.size != size:
+            got = None if q.scales_packed is None else f"{q.scales_packed.dtype} of {q.scales_packed.size} bytes"
+            raise ValueError(f"{name}'s packed scale factors must be {size} bytes of uint8 (pack_scales of the "
+                             f"({rows}, {k // block}) scales); got {got}")
+    return kind, m, n, k
+
+
+def instr_desc(qa, qb, m, n, *, cta_group=1, sfa_id=0, sfb_id=0):
+    """The instruction descriptor of the MMA that multiplies ``qa`` by ``qb`` (check_pair's kind),
+    M x N, F32 accumulator."""
+    from . import layouts
+
+    kind = check_pair(qa, qb)[0]
+    if kind == "f8f6f4":
+        return layouts.make_instr_desc_f8f6f4(m, n, a_dtype=qa.fmt, b_dtype=qb.fmt, cta_group=cta_group)
+    element = "e4m3" if kind == "mxf8f6f4" else "e2m1"
+    scale = "ue8m0" if kind == "mxf8f6f4" else "ue4m3"
+    return layouts.make_instr_desc_block_scaled(m, n, kind=kind, a_dtype=element, b_dtype=element, scale_dtype=scale,
+                                                sfa_id=sfa_id, sfb_id=sfb_id, cta_group=cta_group)

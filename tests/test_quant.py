@@ -212,3 +212,42 @@ def test_bad_packed_size_and_dequantize_argument():
         Q.unpack_scales(np.zeros(100, np.uint8), 4, 2, ml_dtypes.float8_e8m0fnu)
     with pytest.raises(ValueError, match="takes a Quantized"):
         Q.dequantize(np.zeros((2, 2)))
+
+
+def test_check_pair_and_its_descriptor():
+    a, b = _matrix(130, 64, seed=21), _matrix(72, 64, seed=22)
+    for fa, fb, kind in (("e4m3", "e5m2", "f8f6f4"), ("mxfp8", "mxfp8", "mxf8f6f4"), ("nvfp4", "nvfp4", "mxf4nvf4")):
+        qa, qb = Q.quantize(a, fa), Q.quantize(b, fb)
+        assert Q.check_pair(qa, qb) == (kind, 130, 72, 64)
+    from gemm_kernels import layouts as L
+
+    qa, qb = Q.quantize(a, "e5m2"), Q.quantize(b, "e4m3")
+    assert Q.instr_desc(qa, qb, 128, 64) == L.make_instr_desc_f8f6f4(128, 64, a_dtype="e5m2", b_dtype="e4m3")
+    qa, qb = Q.quantize(a, "nvfp4"), Q.quantize(b, "nvfp4")
+    d = L.decode_instr_desc_block_scaled(Q.instr_desc(qa, qb, 256, 256, cta_group=2), "mxf4nvf4")
+    assert (d["m"], d["n"], d["a_dtype"], d["scale_dtype"]) == (256, 256, "e2m1", "ue4m3")
+
+
+def _replace(q, **kw):
+    import dataclasses
+
+    return dataclasses.replace(q, **kw)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda a, b: (np.zeros((4, 4)), b), "A must be a Quantized"),
+    (lambda a, b: (Q.quantize(np.ones((4, 64), np.float32), "mxfp8"), Q.quantize(np.ones((4, 64), np.float32),
+                                                                                   "nvfp4")), "A in mxfp8 and B in nvfp4"),
+    (lambda a, b: (Q.quantize(np.ones((4, 64), np.float32), "e4m3"), Q.quantize(np.ones((4, 64), np.float32),
+                                                                                  "mxfp8")), "A in e4m3 and B in mxfp8"),
+    (lambda a, b: (a, Q.quantize(np.ones((4, 96), np.float32), "mxfp8")), "A has K = 64 and B has K = 96"),
+    (lambda a, b: (_replace(a, scales=a.scales[:, :1]), b), r"A's scale factors must be float8_e8m0fnu of shape \(4, 2\)"),
+    (lambda a, b: (a, _replace(b, scales=b.scales.astype(np.float32))), "B's scale factors must be float8_e8m0fnu"),
+    (lambda a, b: (a, _replace(b, scales_packed=b.scales_packed[:100])), "B's packed scale factors must be 512 bytes"),
+    (lambda a, b: (_replace(a, codes=a.codes[:, :32]), b), r"A's codes must be uint8 of shape \(4, 64\)"),
+])
+def test_check_pair_refuses_with_what_to_change(make, match):
+    a = Q.quantize(np.ones((4, 64), np.float32), "mxfp8")
+    b = Q.quantize(np.ones((4, 64), np.float32), "mxfp8")
+    with pytest.raises(ValueError, match=match):
+        Q.check_pair(*make(a, b))
