@@ -210,7 +210,7 @@ def test_copy_before_the_tma_wait(policy):
     qa, qb, idesc = _mx_pair()
     with pytest.raises(SharedMemoryHazard, match=r"tcgen05.cp") as info:
         _run("mxf8f6f4", qa, qb, idesc, bug=2, policy=policy)
-    assert "SFA" in str(info.value) and f"test_emu_lowp.py:{_line('tcgen05_cp_32x128b_warpx4(tmem + SFA_COL')}" in str(info.value)
+    assert "SFA" in str(info.value) and f"test_emu_lowp.py:{_line('tcgen05_cp_32x128b_warpx4(tmem + SFA_COL + 4 * j')}" in str(info.value)
 
 
 @pytest.mark.parametrize("policy", ["lazy", "eager", "random"])
@@ -220,7 +220,7 @@ def test_scale_buffer_refilled_before_the_copy_read_it(policy):
         _run("mxf8f6f4", qa, qb, idesc, bug=4, policy=policy)
     assert isinstance(info.value, SharedMemoryHazard)
     # the copy's line, whichever of the two came first in the run
-    assert "SFA" in str(info.value) and f"test_emu_lowp.py:{_line('tcgen05_cp_32x128b_warpx4(tmem + SFA_COL')}" in str(info.value)
+    assert "SFA" in str(info.value) and f"test_emu_lowp.py:{_line('tcgen05_cp_32x128b_warpx4(tmem + SFA_COL + 4 * j')}" in str(info.value)
 
 
 def _line(text):
