@@ -50,6 +50,7 @@ def row(pred):
             "tma_latency_cycles": round(pred.tma_latency_cycles), "tma_bytes_per_cycle": round(pred.tma_bytes_per_cycle, 1),
             "l2_miss_fraction": round(pred.l2_miss_fraction, 3), "tiles_per_unit": pred.tiles_per_unit,
             "occupancy": pred.occupancy, "wall_s": round(pred.wall_s, 2),
+            "split_us": pred.split, "effects": {k: [round(a, 4), round(b, 4)] for k, (a, b) in (pred.effects or {}).items()},
             "published_tflops": pub.tflops if pub else None}
 
 
