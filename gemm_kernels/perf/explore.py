@@ -38,6 +38,7 @@ class DesignPrediction:
     tflops_high: float | None = None
     effects: dict = field(default_factory=dict)  # parameter -> (log ratio at its pessimistic end, at its optimistic end)
     detail: object = None  # the emulator engine's model.Prediction (the stored rows' fields)
+    schedule_busy: float | None = None  # the analytic engine's wave_busy, a K-split's included
     wall_s: float = 0.0
 
     @property
@@ -46,8 +47,11 @@ class DesignPrediction:
 
     @property
     def wave_busy(self):
-        """The tensor core's busy share that the schedule allows at best: tiles over units x the
-        busiest unit's tiles (a partly empty last wave leaves units idle)."""
+        """The tensor core's busy share that the schedule allows at best: the k-blocks of all tiles
+        over units x the busiest unit's k-blocks (a partly empty last wave leaves units idle; a
+        K-split of it shares its k-blocks among all units)."""
+        if self.schedule_busy is not None:
+            return self.schedule_busy
         return self.tiles / (self.units * self.tiles_per_unit)
 
     @property
@@ -77,8 +81,12 @@ def _one(design, m, n, k, values, harness, engine):
     from .analytic import predict_design
 
     tf, t_us, util, bottleneck, split, sch, _, _, _ = predict_design(design, m, n, k, values, harness)
+    kb = -(-k // design.tile_k)
+    busiest = sch.per_unit * kb  # k-blocks of the busiest unit; a K-split shares the last wave's among all
+    if sch.split > 1:
+        busiest = (sch.per_unit - 1) * kb + math.ceil(sch.last_wave * kb / sch.units)
     return DesignPrediction(design, m, n, k, tf, t_us, bottleneck, util, split.as_dict(), engine, sch.tiles,
-                            sch.units, sch.per_unit, harness)
+                            sch.units, sch.per_unit, harness, schedule_busy=sch.tiles * kb / (sch.units * busiest))
 
 
 def _chapter_config(chapter):
