@@ -7,7 +7,9 @@ ends), kind "model", bottleneck (the unit that limits the point, or "latency" / 
 util_tensor_core, util_tma, util_smem, util_l2_hbm (the larger of the L2 and HBM utilisations;
 util_l2 and util_hbm separately too), time_us, harness, tmem_cols (null: the chapter as written;
 a number: compared as a published design with that TMEM allocation), wall_s (how long the model
-took here)."""
+took here), split_us (microseconds of the busiest SM: launch, fill = start to first MMA, steady,
+drain = last MMA to end), effects (per ranged parameter: the log ratio of the figure at its
+pessimistic and at its optimistic end)."""
 from __future__ import annotations
 
 import datetime
