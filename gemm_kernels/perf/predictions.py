@@ -12,7 +12,7 @@ PATH = Path(__file__).with_name("predictions.json")
 _PKG = Path(__file__).resolve().parents[1]
 #: the files whose contents decide the model's numbers
 DEPENDS = ("perf/params.py", "perf/chip.py", "perf/model.py", "perf/share.py", "perf/calibration.py",
-           "perf/design.py", "perf/analytic.py", "perf/explore.py",
+           "perf/design.py", "perf/explore.py",
            "emu/costmodel.py", "pipeline.py", "kernels/*.py")
 #: the book's points: (chapter, depth) at these sizes, plus the calibration set
 BOOK_SIZES = (4096, 8192)
