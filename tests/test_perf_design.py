@@ -95,3 +95,14 @@ def test_k_split_fills_the_last_wave():
     assert round(a.wave_busy, 3) == 0.865
     assert b.tflops > a.tflops and b.util["tensor core"] > a.util["tensor core"]
     assert b.split["split_k"] > 0
+
+
+def test_step10_choice_by_the_model():
+    """The model's host-side choice for step 10: the K-split of the last wave at 4096^3 and at the
+    ragged 4000 x 3000 x 4096, the tile as written where the last wave is the only one (2048^3)."""
+    from gemm_kernels.perf.choose import best, step10_variants
+
+    variants = step10_variants()
+    assert best(variants, 4096, 4096, 4096)[0] == "K-split, last wave"
+    assert best(variants, 4000, 3000, 4096)[0] == "K-split, last wave"
+    assert best(variants, 2048, 2048, 2048)[0] == "as written (256 x 256)"
