@@ -59,12 +59,13 @@ def row(pred):
 def run(chapters, sizes, depths=(None,), *, log=print):
     """Predict every point; returns the report dict (the JSON)."""
     from . import params
-    from .model import predict
+    from .design import chapter_design
+    from .explore import predict
 
     t0 = time.perf_counter()
     rows = []
     for c, s, d in points(chapters, sizes, depths):
-        pred = predict(c, s, s, s, d)
+        pred = predict(chapter_design(c, d), s, s, s, engine="emulator").detail  # each chapter is one Design
         rows.append(row(pred))
         log(f"model: chapter {c}{'' if d is None else f' depth {d}'} at {s}^3: {pred.range_text} TFLOP/s "
             f"({pred.bottleneck}; {pred.wall_s:.1f} s)")
