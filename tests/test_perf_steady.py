@@ -14,11 +14,13 @@ from gemm_kernels.perf.model import predict
 #: model reports, and far above float rounding (a k-block counted wrong, as a ragged K's last
 #: partial k-block once was, misses by 0.4% at the chapter-10 point)
 TOLERANCE = 1e-3
-#: the CLC case at the calibrated TMA latency (800 cycles): the extrapolation comes out 0.21% short of
-#: the full run (exact at 600 cycles, 0.78% short at 1000): a cost that grows with the L2 round trip
-#: appears in the full run's later tiles and not in the short runs. Not yet explained (issue 29's
-#: report); far below the model's range, so tolerated here, and this test fails if it grows
-CLC_TOLERANCE = 3e-3
+#: the pair chapters at the calibrated TMA latency (800 cycles): the extrapolation comes out 0.21%
+#: short of the full run (exact at 600 cycles, 0.78% short at 1000). The gap is 142 cycles per 64
+#: extrapolated k-blocks in both pair cases (chapter 10 here, chapter 8 in SLOW_CASES): the steady
+#: cadence read off the short run's last ring turns is about 2 cycles per k-block faster than the full
+#: run's. Not yet explained (the issue 29 report; extrapolating from accumulator-reusing tiles did not
+#: change it); far below the model's range, so tolerated here, and this test fails if it grows
+PAIR_TOLERANCE = 3e-3
 
 CASES = [  # chapter, (M, N, K), depth, SMs
     (5, (256, 256, 1536), 2, 148),  # one tile per CTA: extrapolated in K alone
@@ -32,7 +34,7 @@ SLOW_CASES = [  # the other pair chapters, longer full runs
 
 
 def _check(chapter, shape, depth, sms):
-    tol = CLC_TOLERANCE if chapter == 10 else TOLERANCE
+    tol = PAIR_TOLERANCE if chapter >= 8 else TOLERANCE
     values = params.NOMINAL.with_(sm_count=sms)
     fast = predict(chapter, *shape, depth, values=values, with_range=False, exact=False)
     full = predict(chapter, *shape, depth, values=values, with_range=False, exact=True)
