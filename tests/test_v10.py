@@ -187,3 +187,28 @@ def test_bad_tile_n(no_launch):
     a = np.zeros((8, 16), np.float16)
     with pytest.raises(ValueError, match="tile_n must be one of"):
         gemm_v10(a, a, backend="emulator", tile_n=64)
+
+
+def test_choose_tile_n_agrees_with_the_performance_model():
+    """The host's rule (the busiest pair's work) picks the width the model predicts faster, wherever
+    the model's two figures differ by more than 2% (closer than that, the model cannot tell them
+    apart). Both widths as the kernel builds them: 256 x 256 with two accumulators and 6 stages,
+    256 x 128 with four and 8."""
+    from gemm_kernels.perf.choose import best, step10_variants
+
+    variants = step10_variants()
+    widths = {256: variants["as written (256 x 256)"],
+              128: variants["256 x 128 pair tile"].with_(accumulators=v10.TMEM_COLS // 128,
+                                                          stages=v10.DEPTH_FOR_TILE_N[128])}
+    assert widths[256].stages == v10.DEPTH_FOR_TILE_N[256] and widths[256].accumulators == v10.TMEM_COLS // 256
+    decided = 0
+    for m, n, k in [(s, s, s) for s in (1024, 1536, 2048, 3072, 4096, 6144, 8192)] + [
+            (4000, 3000, 4096), (2000, 3000, 4096), (8192, 4096, 4096), (5120, 5120, 1024)]:
+        _, _, table = best(widths, m, n, k)
+        fast, slow = sorted(table.values(), key=lambda p: -p.tflops)
+        if fast.tflops < 1.02 * slow.tflops:
+            continue
+        decided += 1
+        model_pick = max(table, key=lambda w: table[w].tflops)
+        assert v10.choose_tile_n(m, n) == model_pick, (m, n, k, {w: round(p.tflops) for w, p in table.items()})
+    assert decided >= 8
