@@ -47,7 +47,7 @@ def test_figure_has_every_kind_once_with_hover_fields(step5):
     fig = trace_view.TraceView(trace, log, title="t").figure()
     names = [d["name"] for d in fig["data"]]
     assert len(names) == len(set(names))
-    assert set(names) == {timeline.KINDS[e.op].label for e in trace.events if e.cta == 0}
+    assert set(names) == {timeline.KINDS[timeline.kind_key(e)].label for e in trace.events if e.cta == 0}
     loads = next(d for d in fig["data"] if d["name"] == timeline.KINDS["tma.load"].label)
     assert all(c == timeline.KINDS["tma.load"].colour for c in [loads["marker"]["color"]])
     hover = loads["hovertext"][0]
