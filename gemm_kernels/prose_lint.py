@@ -156,7 +156,7 @@ def _parser():
             .use(amsmath_plugin))
 
 
-_PROSE_DIRECTIVES = {"admonition", "note", "important", "tip", "warning", "seealso", "attention",
+_PROSE_DIRECTIVES = {"admonition", "note", "important", "tip", "warning", "seealso", "attention", "glossary",
                      "caution", "hint", "dropdown", "margin", "sidebar", "epigraph"}
 
 
