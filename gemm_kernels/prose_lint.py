@@ -132,6 +132,11 @@ def _inline_text(token):
             add(" ", True)
         elif child.type == "code_inline":
             add("`" + child.content + "`", False)
+        elif child.type == "myst_role" and child.meta.get("name") == "term":
+            # a glossary link ({term}`shown <target>`) shows prose, linted like the rest, unless it
+            # shows a code name (`tma2mma`, `tcgen05.mma.cta_group::2`: one word with digits or _.:[)
+            shown = re.sub(r"\s*<[^>]*>\s*$", "", child.content)
+            add(shown, " " in shown or not re.search(r"[\d_.:\[]", shown))
         elif child.type in ("myst_role", "math_inline", "math_single", "html_inline"):
             add(child.markup or child.content or "", False)
             add("\u2063", False)

@@ -137,9 +137,10 @@ class Use:
     text: str  # what the page shows there
 
 
-def _pieces(markdown, line_offset=0):
-    """(line, kind, text) of a page's prose in order: kind "text", "code" (inline code) or "term" (a
-    {term} role's target); headings and code cells are left out."""
+def _blocks(markdown, line_offset=0):
+    """Each prose block of a page, in order, as (line, [(kind, text)]): kind "text", "code" (inline
+    code, shown with its backquotes as the prose lint renders it) or "term" (a {term} role: its
+    target and shown text); headings and code cells are left out."""
     tokens = _parser().parse(markdown)
     in_heading = False
     for tok in tokens:
@@ -149,62 +150,68 @@ def _pieces(markdown, line_offset=0):
         elif tok.type == "heading_close":
             in_heading = False
         elif tok.type == "inline" and not in_heading:
+            pieces = []
             for child in tok.children or []:
                 if child.type == "text":
-                    yield line, "text", child.content
+                    pieces.append(("text", child.content))
                 elif child.type in ("softbreak", "hardbreak"):
-                    yield line, "text", " "
+                    pieces.append(("text", " "))
                 elif child.type == "code_inline":
-                    yield line, "code", child.content
+                    pieces.append(("code", child.content))
                 elif child.type == "myst_role" and child.meta.get("name") == "term":
                     m = re.match(r"(.*?)\s*<([^>]+)>\s*$", child.content, re.DOTALL)
-                    yield line, "term", (m.group(2) if m else child.content)
+                    pieces.append(("term", (m.group(2), m.group(1)) if m else (child.content, child.content)))
                 else:
-                    yield line, "other", ""
+                    pieces.append(("other", ""))
+            yield line, pieces
         elif tok.type in ("fence", "colon_fence"):
             name, arg, body = _split_directive(tok.info, tok.content)
-            if name in _PROSE_DIRECTIVES or name == "glossary":
+            if name in _PROSE_DIRECTIVES:
                 if arg:
-                    yield line, "text", arg
-                    yield line, "other", ""
+                    yield line, [("text", arg)]
                 offset = line + tok.content[:tok.content.find(body)].count("\n") if body else line
-                yield from _pieces(body, offset)
+                yield from _blocks(body, offset)
 
 
-def uses(path, vocabulary=None):
-    """{term name: Use} of the first use of each term in a page's prose."""
+def uses(path, vocabulary=None, protected=()):
+    """{term name: Use} of the first use of each term in a page's prose. A use inside one of the
+    ``protected`` phrases (a hidden cell's ``says``/``shows`` phrase, which must keep matching the
+    prose word for word) does not count: the first use after it is the one to link."""
+    from .prose_lint import _covered
+
     vocabulary = terms() if vocabulary is None else vocabulary
     by_name = {t.name.lower(): t for t in vocabulary}
     found = {}
-    text_run = []  # consecutive text pieces: a prose term may span a line break
+    for line, pieces in _blocks(Path(path).read_text()):
+        text, spans = "", []  # the block as the prose lint renders it; (start, end, kind, payload)
+        for kind, payload in pieces:
+            shown = f"`{payload}`" if kind == "code" else payload[1] if kind == "term" else payload
+            spans.append((len(text), len(text) + len(shown), kind, payload))
+            text += shown
+        guarded = [(a, b) for a, b, _ in _covered(text, protected)]
 
-    def scan_text():
-        if not text_run:
-            return
-        line0 = text_run[0][0]
-        joined = "".join(t for _, t in text_run)
+        def free(a, b):
+            return not any(g0 <= a and b <= g1 for g0, g1 in guarded)
+
+        hits = []  # (position, term name, Use) of every use in this block
+        for a, b, kind, payload in spans:
+            if kind == "term":
+                t = by_name.get(payload[0].lower())
+                if t is not None:
+                    hits.append((a, t.name, Use(line, True, payload[1])))
+            elif kind == "code" and free(a, b):
+                for t in vocabulary:
+                    if t.code and t.regex().match(payload):
+                        hits.append((a, t.name, Use(line, False, payload)))
         for t in vocabulary:
-            if t.code or t.name in found:
-                continue
-            m = t.regex().search(joined)
-            if m:
-                found[t.name] = Use(line0, False, m.group(0))
-        text_run.clear()
-
-    for line, kind, text in _pieces(Path(path).read_text()):
-        if kind == "text":
-            text_run.append((line, text))
-            continue
-        scan_text()
-        if kind == "term":
-            t = by_name.get(text.lower())
-            if t is not None and t.name not in found:
-                found[t.name] = Use(line, True, text)
-        elif kind == "code":
-            for t in vocabulary:
-                if t.code and t.name not in found and t.regex().match(text):
-                    found[t.name] = Use(line, False, text)
-    scan_text()
+            if not t.code:
+                for m in t.regex().finditer(text):
+                    inside = next((k for a, b, k, _ in spans if a <= m.start() < b), "text")
+                    if inside == "text" and free(m.start(), m.end()):
+                        hits.append((m.start(), t.name, Use(line, False, m.group(0))))
+                        break
+        for _, name, use in sorted(hits, key=lambda h: h[0]):
+            found.setdefault(name, use)
     return found
 
 
@@ -251,44 +258,58 @@ def _outside_code(line, start):
     return line[:start].count("`") % 2 == 0
 
 
+def _phrases_hold(path):
+    """Whether every says/shows phrase of a page still occurs in its prose."""
+    from . import claims_lint, prose_lint
+
+    return not prose_lint.lint_page(path)[1] and not claims_lint.lint_page(path)[1]
+
+
 def link_first_uses(path, vocabulary=None, protected=()):
-    """Make the first use of each term in a chapter a ``{term}`` link (in the page's source); skip an
-    occurrence inside one of the ``protected`` phrases (the ``says``/``shows`` phrases, which must
-    keep matching the prose). Returns the names linked."""
+    """Make the first use of each term in a chapter a ``{term}`` link (in the page's source), never
+    one inside a ``protected`` phrase (the ``says``/``shows`` phrases, which must keep matching the
+    prose). Returns the names linked."""
     path = Path(path)
     vocabulary = terms() if vocabulary is None else vocabulary
     linked = []
     for _ in range(len(vocabulary)):
-        found = uses(path, vocabulary)
+        found = uses(path, vocabulary, protected)
         todo = [t for t in vocabulary if t.name in found and not found[t.name].linked]
         if not todo:
             break
-        t = todo[0]
-        lines = path.read_text().split("\n")
-        use = found[t.name]
-        if not _link_at(lines, use, t, protected):
-            raise ValueError(f"{path.name}: could not link the first use of {t.name!r} near line {use.line}")
-        path.write_text("\n".join(lines))
+        t, use = todo[0], found[todo[0].name]
+        before = path.read_text()
+        for skip in range(8):  # the n-th occurrence from the use's line: the first that keeps the phrases
+            lines = before.split("\n")
+            if not _link_at(lines, use, t, skip):
+                raise ValueError(f"{path.name}: could not link the first use of {t.name!r} near line {use.line}")
+            path.write_text("\n".join(lines))
+            after = uses(path, vocabulary, protected).get(t.name)
+            if after is not None and after.linked and _phrases_hold(path):
+                break
+            path.write_text(before)
+        else:
+            raise ValueError(f"{path.name}: no occurrence of {t.name!r} near line {use.line} can be linked")
         linked.append(t.name)
     return linked
 
 
-def _link_at(lines, use, term, protected):
-    """Rewrite the first occurrence of ``use.text`` at or after ``use.line`` into a {term} role."""
+def _link_at(lines, use, term, skip=0):
+    """Rewrite the ``skip``-th occurrence of ``use.text`` at or after ``use.line`` into a {term} role."""
+    if term.code:
+        pattern = re.compile(rf"`({re.escape(use.text)})`")
+    else:
+        pattern = re.compile(rf"(?<![\w`<{{]){re.escape(use.text)}(?![\w>])")
+    seen = 0
     for i in range(use.line - 1, min(len(lines), use.line + 40)):
         line = lines[i]
-        if term.code:
-            pattern = re.compile(rf"`({re.escape(use.text)})`")
-        else:
-            pattern = re.compile(rf"(?<![\w`<{{-]){re.escape(use.text)}(?![\w>-])")
         for m in pattern.finditer(line):
             if not term.code and not _outside_code(line, m.start()):
                 continue
             if line[:m.start()].rstrip().endswith(("](", "{term}`")) or "](" in line[m.end():m.end() + 2]:
                 continue
-            window = " ".join(lines[max(0, i - 2):i + 3])
-            if any(term.name.lower() in p.lower() and use.text in p and " ".join(p.split()) in " ".join(window.split())
-                   for p in protected):
+            if seen < skip:
+                seen += 1
                 continue
             shown = m.group(1) if term.code else m.group(0)
             target = term.name
