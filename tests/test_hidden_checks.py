@@ -45,3 +45,22 @@ def test_a_verdict_shows_each_report_once():
     assert v.groups() == [(["eager", "lazy"], "Stale: same line"), (["random (seed 1)"], "Stale: other")]
     html = v._repr_html_()
     assert html.count("same line") == 1 and "<details" in html and html.index("<details") < html.index("other")
+
+
+def test_downloaded_notebook_reads_as_the_page():
+    """The .ipynb a page offers: glued values as text, dropdowns (hunt answers, solutions) folded,
+    glossary and page links as their text (issue 31: raw {glue:text} and open answers)."""
+    import nbformat
+
+    from gemm_kernels.book_sphinx import readable_markdown
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(
+        "It takes {glue:text}`ns` ns over {glue:text}`frac:.1f` of a {term}`stage <ring>` ({doc}`see <../x>`).\n\n"
+        "```{admonition} Answer A\n:class: dropdown\n\nThe wait is gone.\n```\n\n```{admonition} Note\nPlain.\n```\n")]
+    glued = {"ns": {"data": {"text/plain": "'190'"}}, "frac": {"data": {"text/plain": "0.4321"}}}
+    assert readable_markdown(nb, glued) == 2
+    src = nb.cells[0].source
+    assert src.startswith("It takes 190 ns over 0.4 of a stage (see).")
+    assert "<details><summary>Answer A</summary>\n\nThe wait is gone.\n\n</details>" in src
+    assert "> **Note**\n>\n> Plain." in src and "{" not in src
