@@ -292,6 +292,8 @@ class TraceView:
 
 
 _HTML = """<div class="gk-interactive gk-debugger" id="IDENT" tabindex="0" style="width:100%;font-size:14px;outline:none">
+<p class="gk-fallback" style="color:#555;font-style:italic">The interactive trace view is drawn by its own script,
+which has not run here: in a saved notebook, trust it or run this cell again.</p>
 <div class="gk-plot" style="width:100%;height:HEIGHTpx"></div>
 <div class="gk-controls" style="display:flex;align-items:center;gap:8px;margin:6px 0;font-size:14px">
 <button class="gk-prev" title="previous event (left arrow)">&#9664; event</button>
@@ -311,6 +313,7 @@ or use the arrow keys (previous / next event). Pick a warp to highlight the barr
 
 _JS = r"""
 var root=document.getElementById(ID),D=P.dbg,plot=root.querySelector('.gk-plot');
+root.querySelector('.gk-fallback').style.display='none';
 var cur=root.querySelector('.gk-cursor'),num=root.querySelector('.gk-time');
 var picked=null,t=0;
 cur.max=D.span;root.dataset.times=JSON.stringify(D.times);

@@ -114,7 +114,7 @@ var inited=[].slice.call(document.querySelectorAll('.gk-debugger')).filter(funct
 return JSON.stringify({inited:inited,views:document.querySelectorAll('.gk-debugger').length,h0:h0,h1:pl.getBoundingClientRect().height,w0:w0,page:document.body.clientWidth,at:at,T:T.slice(0,8),
  right:right,left:left,lanes:lanes.length,waited:el.dataset.waited,hl:hl.style.display,bold:!!bold,
  bars:el.querySelectorAll('.gk-bars tr.gk-bar').length,svg:el.querySelectorAll('.main-svg').length,
- minfont:Math.min.apply(null,sizes)});})()"""
+ minfont:Math.min.apply(null,sizes),fallback:getComputedStyle(el.querySelector('.gk-fallback')).display});})()"""
 
 
 @pytest.mark.slow
@@ -149,6 +149,7 @@ def test_debugger_in_headless_chromium(step5, tmp_path, monkeypatch):
     assert got["lanes"] == len(view.lanes) and got["bars"] == 4
     assert got["waited"] and got["hl"] == "block" and got["bold"], got
     assert got["minfont"] >= 13, got
+    assert got["fallback"] == "none", got  # the "script has not run" note goes once the view draws
 
 
 def test_every_event_kind_has_a_debugger_state():
