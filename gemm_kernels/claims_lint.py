@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .prose_lint import _normalise, _parser, _texts, book_pages
+from .prose_lint import _normalise, _parser, _texts, book_pages, write_rows
 
 _OUTPUT = (r"(?:report|table|picture|plot|figure|timeline|trace|diagram|view|output|listing|chart|panel|"
            r"legend|diff|SASS|histogram|map)s?")
@@ -187,12 +187,7 @@ def claim_key(page, claim):
 
 def write_baseline(root, path=BASELINE):
     """Record the book's unchecked claims (``python -m gemm_kernels.claims_lint``)."""
-    import json
-
-    keys = [claim_key(page, c) for page, (found, _) in lint_book(root).items() for c in found]
-    rows = ",\n".join(json.dumps(k, ensure_ascii=False) for k in keys)
-    Path(path).write_text(f"[\n{rows}\n]\n")
-    return len(keys)
+    return write_rows(path, [claim_key(page, c) for page, (found, _) in lint_book(root).items() for c in found])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -337,14 +337,18 @@ def finding_key(page, finding):
     return [page, finding.number, finding.context]
 
 
-def write_baseline(root, path=BASELINE):
-    """Record the book's current findings as the baseline (``python -m gemm_kernels.prose_lint``)."""
+def write_rows(path, keys):
+    """Write a baseline: a JSON list with a row per line (so that a diff shows each finding)."""
     import json
 
-    keys = [finding_key(page, f) for page, (found, _) in lint_book(root).items() for f in found]
     rows = ",\n".join(json.dumps(k, ensure_ascii=False) for k in keys)
     Path(path).write_text(f"[\n{rows}\n]\n")
     return len(keys)
+
+
+def write_baseline(root, path=BASELINE):
+    """Record the book's current findings as the baseline (``python -m gemm_kernels.prose_lint``)."""
+    return write_rows(path, [finding_key(page, f) for page, (found, _) in lint_book(root).items() for f in found])
 
 
 if __name__ == "__main__":  # pragma: no cover
