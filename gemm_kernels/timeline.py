@@ -62,7 +62,7 @@ KINDS = {
     "wait": Kind("#777777", "blocked in mbarrier wait", "wait"),
     "tmem.alloc": Kind("#B2182B", "blocked in tcgen05.alloc (TMEM full)", "wait"),
     "arrive": Kind("#D55E00", "mbarrier.arrive", "tick"),
-    "arrive.expect_tx": Kind("#7A2E00", "mbarrier.arrive.expect_tx (arrive + announce bytes)", "tick"),
+    "arrive.expect_tx": Kind("#6A3D9A", "mbarrier.arrive.expect_tx (arrive + announce bytes)", "tick"),
     "commit": Kind("#00365A", "tcgen05.commit", "tick"),
     "tma.issue": Kind("#56B4E9", "TMA issued", "tick"),
     "clc.try_cancel": Kind("#F0E442", "clusterlaunchcontrol.try_cancel (its response lands on the barrier)", "tick"),
