@@ -17,9 +17,10 @@ from ._common import CliError, check_output, non_negative_int, parsed as _parsed
 
 
 def _depth_chapters():
-    """The chapters that take a pipeline depth, as a range ("5-10"), read from their configs."""
+    """The chapters that take a pipeline depth, as " (5-10)", read from their configs ("" when none
+    does, as under a test that replaces the entries)."""
     with_depth = [c for c in CHAPTERS if "pipe_depth" in CHAPTERS[c].config]
-    return f"{min(with_depth)}-{max(with_depth)}"
+    return f" ({min(with_depth)}-{max(with_depth)})" if with_depth else ""
 
 
 def add_parser(subparsers):
@@ -40,7 +41,7 @@ def add_parser(subparsers):
     p.add_argument("--reps", type=positive_int, default=4, help="timed launches per kernel per round")
     p.add_argument("--no-cublas", action="store_true", help="skip the cuBLAS baseline")
     p.add_argument("--pipe-depth", default=None, metavar="D[,D...]",
-                   help=f"pipeline depths to time for the chapters that take one ({_depth_chapters()}), e.g. 2,4; "
+                   help=f"pipeline depths to time for the chapters that take one{_depth_chapters()}, e.g. 2,4; "
                         "default: each chapter's own")
     p.add_argument("--cublas-only", action="store_true",
                    help="time cuBLAS alone (any CUDA GPU): checks the protocol where there is no B200")
