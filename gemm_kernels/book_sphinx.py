@@ -11,6 +11,7 @@
   Notebook 7 read ``metadata.jupyter.source_hidden`` (and ``outputs_hidden``); and the Markdown
   reads as the page does (``readable_markdown``): glued values as text, hunt answers and
   solutions folded (``<details>``), glossary and page links as their text;
+* a glossary link that names code (``tma2mma``) is set in the code font (``code_term_links``);
 * the pages load without a JavaScript error (``tests/test_book.py`` opens one in Chromium): the
   theme's colour mode gets a valid default, and an inline script that sphinx-thebe adds twice
   (a ``const`` declared twice is a SyntaxError) is kept once.
@@ -173,6 +174,24 @@ def _with_cached_outputs(app, executed):
     return merged
 
 
+#: a glossary link's text that names code (one word with a digit, ``_``, ``.``, ``:`` or ``[``:
+#: ``tma2mma``, ``tcgen05.commit``, ``ld2mma[a]``), set in the code font as the same name elsewhere
+_CODE_NAME = re.compile(r"(?=[\w.:\[\]]*[\d_.:\[])[\w.:\[\]]+")
+
+
+def code_term_links(doctree):
+    """Set the text of each ``{term}`` link that names code in the code font (a ``{term}`` role
+    cannot hold inline code); returns how many."""
+    from docutils import nodes
+
+    count = 0
+    for node in list(doctree.findall(nodes.inline)):
+        if "std-term" in node.get("classes", []) and _CODE_NAME.fullmatch(node.astext()):
+            node.replace_self(nodes.literal(node.astext(), node.astext(), classes=node["classes"]))
+            count += 1
+    return count
+
+
 def _theme_defaults(app, config):
     # pydata-sphinx-theme's template logs a console error for an empty mode, its default here
     config.html_context.setdefault("default_mode", "auto")
@@ -200,6 +219,7 @@ def setup(app):
     # plotly.js the site loads, instead of carrying their own
     os.environ[BOOK_BUILD_ENV] = "1"
     app.connect("config-inited", _theme_defaults)
+    app.connect("doctree-resolved", lambda app, doctree, docname: code_term_links(doctree))
     # after myst-nb adds its per-page scripts (priority 500, registered earlier), and before any
     # handler that returns a template name (html-page-context stops at the first one that does)
     app.connect("html-page-context", _scripts_once, priority=550)

@@ -64,3 +64,16 @@ def test_downloaded_notebook_reads_as_the_page():
     assert src.startswith("It takes 190 ns over 0.4 of a stage (see).")
     assert "<details><summary>Answer A</summary>\n\nThe wait is gone.\n\n</details>" in src
     assert "> **Note**\n>\n> Plain." in src and "{" not in src
+
+
+def test_glossary_links_to_code_names_use_the_code_font():
+    from docutils import nodes
+
+    from gemm_kernels.book_sphinx import code_term_links
+
+    doc = nodes.paragraph()
+    for text in ("tma2mma", "tcgen05.commit", "ld2mma[a]", "named barrier", "SMs"):
+        doc += nodes.reference("", "", nodes.inline(text, text, classes=["xref", "std", "std-term"]))
+    assert code_term_links(doc) == 3
+    assert [type(n).__name__ for n in doc.findall(lambda n: isinstance(n, (nodes.literal, nodes.inline)))] == [
+        "literal", "literal", "literal", "inline", "inline"]
