@@ -94,8 +94,9 @@ def barrier_states(log):
     return out
 
 
-def _hover(e, lane):
-    parts = [f"<b>{timeline.KINDS[e.op].label}</b>", f"unit / lane: {lane}", f"CTA {e.cta}"]
+def _hover(e, lane, t0=0.0):
+    """An event's hover text; its times on the axis's clock (ns after ``t0``, the view's first event)."""
+    parts = [f"<b>{timeline.instruction(e)}</b>", f"unit / lane: {lane}", f"CTA {e.cta}"]
     if e.warp >= 0:
         parts.append(f"warp {e.warp} (threads {32 * e.warp}..{32 * e.warp + 31})")
     if e.barrier:
@@ -106,7 +107,7 @@ def _hover(e, lane):
         parts.append(f"{e.nbytes} bytes")
     if e.detail:
         parts.append(e.detail.replace("cols", "TMEM columns"))
-    parts.append(f"{e.start:.0f} .. {e.end:.0f} ns")
+    parts.append(f"{e.start - t0:.0f} .. {e.end - t0:.0f} ns")
     return "<br>".join(parts)
 
 
@@ -118,7 +119,8 @@ BOOK_BUILD_ENV = "GEMM_KERNELS_BOOK_BUILD"
 #: warp states the cursor shows for an event that covers it (tick events: "issuing")
 _DOING = {"wait": "waiting on {barrier} (parity {parity})", "tma.load": "copying into {region}",
           "mma": "computing an MMA", "tmem.ld": "tcgen05.ld, {detail}", "tma.store": "storing {nbytes} B",
-          "ld/st global": "ordinary global loads/stores", "arrive": "issuing an arrive on {barrier}",
+          "ld/st global": "ordinary global loads/stores", "arrive": "issuing an mbarrier.arrive on {barrier}",
+          "arrive.expect_tx": "issuing an mbarrier.arrive.expect_tx of {nbytes} B on {barrier}",
           "commit": "issuing tcgen05.commit to {barrier}", "tma.issue": "issuing a TMA load ({barrier})",
           "bar.sync": "waiting at {detail}", "tmem.alloc": "blocked in tcgen05.alloc of {detail}", "cluster.wait": "waiting at the cluster barrier",
           "bar.arrive": "arriving at {detail}", "cluster.arrive": "arriving at the cluster barrier",
@@ -138,14 +140,16 @@ class TraceView:
             timeline.kind_of(e.op)
         self.title, self.source = title, timeline.time_label(trace)
         self.lanes = lanes
-        self.t0 = min(e.start for e in events)
-        self.span = max(e.end for e in events) - self.t0 or 1.0
         strip = len({e.cta for e in events}) == 1
         self.names = {lane: timeline._display_name(lane, strip) for lane in lanes}
         self.events = events
         self.ctas = sorted({e.cta for e in events})
         self.syncs = [e for e in getattr(trace, "syncs", []) if e.cta in self.ctas
                       and timeline.lane_name(e.lane) in self.names]
+        # the axis, the slider, the hover and the state table share one clock and one span: a CTA
+        # barrier wait that starts before the first drawn event or ends after the last is inside it
+        self.t0 = min(e.start for e in events + self.syncs)
+        self.span = max(e.end for e in events + self.syncs) - self.t0 or 1.0
         self.log = log
         self.strip = strip
         self.structure_fig = structure_fig
@@ -176,7 +180,7 @@ class TraceView:
             fields = {"barrier": e.barrier, "parity": e.extra.get("parity", (e.phase + 1) & 1),
                       "region": e.extra.get("region", "shared memory"), "detail": e.detail.replace("cols", "columns"),
                       "nbytes": e.nbytes}
-            text = _DOING[e.op].format(**fields)
+            text = _DOING[timeline.kind_key(e)].format(**fields)
             key = ""
             if e.op == "wait":
                 key = self._bar_key(e.cta, e.barrier)
@@ -227,11 +231,11 @@ class TraceView:
         data = []
         y_of = {lane: self.names[lane] for lane in self.lanes}
         for op, kind in timeline.KINDS.items():
-            evs = [e for e in self.events if e.op == op]
+            evs = [e for e in self.events if timeline.kind_key(e) == op]
             if not evs:
                 continue
             ys = [y_of[timeline.lane_name(e.lane)] for e in evs]
-            hover = [_hover(e, y_of[timeline.lane_name(e.lane)]) for e in evs]
+            hover = [_hover(e, y_of[timeline.lane_name(e.lane)], self.t0) for e in evs]
             starts = [round(e.start - self.t0, 1) for e in evs]
             if kind.style == "tick":
                 data.append({"type": "scatter", "mode": "markers", "name": kind.label, "x": starts, "y": ys,
@@ -288,6 +292,8 @@ class TraceView:
 
 
 _HTML = """<div class="gk-interactive gk-debugger" id="IDENT" tabindex="0" style="width:100%;font-size:14px;outline:none">
+<p class="gk-fallback" style="color:#555;font-style:italic">The interactive trace view is drawn by its own script,
+which has not run here: in a saved notebook, trust it or run this cell again.</p>
 <div class="gk-plot" style="width:100%;height:HEIGHTpx"></div>
 <div class="gk-controls" style="display:flex;align-items:center;gap:8px;margin:6px 0;font-size:14px">
 <button class="gk-prev" title="previous event (left arrow)">&#9664; event</button>
@@ -307,6 +313,7 @@ or use the arrow keys (previous / next event). Pick a warp to highlight the barr
 
 _JS = r"""
 var root=document.getElementById(ID),D=P.dbg,plot=root.querySelector('.gk-plot');
+root.querySelector('.gk-fallback').style.display='none';
 var cur=root.querySelector('.gk-cursor'),num=root.querySelector('.gk-time');
 var picked=null,t=0;
 cur.max=D.span;root.dataset.times=JSON.stringify(D.times);

@@ -47,7 +47,7 @@ def test_figure_has_every_kind_once_with_hover_fields(step5):
     fig = trace_view.TraceView(trace, log, title="t").figure()
     names = [d["name"] for d in fig["data"]]
     assert len(names) == len(set(names))
-    assert set(names) == {timeline.KINDS[e.op].label for e in trace.events if e.cta == 0}
+    assert set(names) == {timeline.KINDS[timeline.kind_key(e)].label for e in trace.events if e.cta == 0}
     loads = next(d for d in fig["data"] if d["name"] == timeline.KINDS["tma.load"].label)
     assert all(c == timeline.KINDS["tma.load"].colour for c in [loads["marker"]["color"]])
     hover = loads["hovertext"][0]
@@ -114,7 +114,7 @@ var inited=[].slice.call(document.querySelectorAll('.gk-debugger')).filter(funct
 return JSON.stringify({inited:inited,views:document.querySelectorAll('.gk-debugger').length,h0:h0,h1:pl.getBoundingClientRect().height,w0:w0,page:document.body.clientWidth,at:at,T:T.slice(0,8),
  right:right,left:left,lanes:lanes.length,waited:el.dataset.waited,hl:hl.style.display,bold:!!bold,
  bars:el.querySelectorAll('.gk-bars tr.gk-bar').length,svg:el.querySelectorAll('.main-svg').length,
- minfont:Math.min.apply(null,sizes)});})()"""
+ minfont:Math.min.apply(null,sizes),fallback:getComputedStyle(el.querySelector('.gk-fallback')).display});})()"""
 
 
 @pytest.mark.slow
@@ -149,6 +149,7 @@ def test_debugger_in_headless_chromium(step5, tmp_path, monkeypatch):
     assert got["lanes"] == len(view.lanes) and got["bars"] == 4
     assert got["waited"] and got["hl"] == "block" and got["bold"], got
     assert got["minfont"] >= 13, got
+    assert got["fallback"] == "none", got  # the "script has not run" note goes once the view draws
 
 
 def test_every_event_kind_has_a_debugger_state():

@@ -16,7 +16,7 @@ DEPENDS = ("perf/params.py", "perf/chip.py", "perf/model.py", "perf/share.py", "
            "emu/costmodel.py", "pipeline.py", "kernels/*.py")
 #: the book's points: (chapter, depth) at these sizes, plus the calibration set
 BOOK_SIZES = (4096, 8192)
-BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (7, None), (8, None), (9, None),
+BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (7, None), (8, 4), (8, None), (9, None),
               (10, None))
 #: further (chapter, M, N, K) points at the chapter's default depth: chapter 10 beside step 9 at 2048^3,
 #: and at ragged shapes, where step 9 runs on the operands zero-padded to its tile multiples

@@ -42,7 +42,7 @@ def _arrive(t, bar_addr, nbytes, what):
     bar.arrive(t, 1, at=t.clock)
     if t.lane == 0 or nbytes:
         t.event(_role(t), "arrive", t.clock, t.clock + 1, barrier=bar.name, phase=bar.completed, nbytes=int(nbytes),
-                extra={"bar_cta": bar.cta.linear})
+                extra={"bar_cta": bar.cta.linear, "ptx": what})
     t.advance()
 
 

@@ -204,7 +204,8 @@ def _commit(bar, mask, group):
     op.predecessor = t.last_mma
     t.scheduler.submit(op)
     t.event(t.warp_role(), "commit", t.clock, t.clock + 1, barrier=bars[0].name,
-            extra={"bar_ctas": [b.cta.linear for b in bars]})
+            extra={"bar_ctas": [b.cta.linear for b in bars],
+                   "ptx": "tcgen05.commit" + ("" if mask is None else f" (multicast to CTA ranks of mask 0b{int(mask):b})")})
     t.advance()
 
 
