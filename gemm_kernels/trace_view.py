@@ -154,6 +154,42 @@ class TraceView:
         self.strip = strip
         self.structure_fig = structure_fig
         self.steps = self._steps(log, set(self.ctas)) if log is not None else []
+        self.tour = []  # guided stops: (time from t0, lane label, sentence), see add_stop
+
+    # -- a guided walk-through ----------------------------------------------------------------------
+    def add_stop(self, where, text, *, lane=None, nth=0, at="start", state=None):
+        """Add a stop to the view's walk-through: the cursor goes to the ``nth`` (from 0) drawn event,
+        in time order, that ``where(event)`` accepts (its start, or its end with ``at="end"``), the event's lane is
+        picked (its barrier lit in the structure diagram) and ``text`` is shown. ``state``: words
+        that the picked lane's state must contain at that instant (checked here, so a sentence
+        that no longer describes the trace fails the page); ``lane``: only events of the lane with
+        this label (as the plot names it, e.g. "CTA 1 writeback"). Returns the view, for chaining."""
+        if at not in ("start", "end"):
+            raise ValueError(f'at must be "start" or "end", got {at!r}')
+        matches = [e for e in sorted(self.events, key=lambda e: e.start)
+                   if where(e) and (lane is None or self._label(e.lane) == lane)]
+        event = matches[nth] if len(matches) > nth else None
+        if event is None:
+            raise ValueError(f"no drawn event matches the stop {text!r}: change its selector or the run")
+        t = round((event.start if at == "start" else event.end) - self.t0, 2)
+        lane = self._label(event.lane)  # picked at the stop
+        if state is not None:
+            now = self.state_at(lane, t)
+            if state not in now:
+                raise AssertionError(f"the stop {text!r} expects {lane} to be {state!r} at {t} ns; "
+                                     f"the trace says {now!r}")
+        self.tour.append((t, lane, text))
+        return self
+
+    def state_at(self, lane, t):
+        """What the state table says of ``lane`` at ``t`` ns (the page's script, in Python: a wait
+        wins over an operation running at the same instant)."""
+        eps, found = 1e-6, ""
+        for label, start, end, text, _ in self._state_rows():
+            if label == lane and start - eps <= t and (t < end - eps or (end - start < 1.01 and abs(t - start) < eps)):
+                if not found or text.startswith("waiting"):
+                    found = text
+        return found or "no traced operation (idle or computing)"
 
     def _steps(self, log, ctas):
         """[(ns, text, lines)]: every mbarrier's state after each change (the same replay the page's
@@ -210,7 +246,7 @@ class TraceView:
         times = sorted({r[1] for r in rows} | {r[2] for r in rows} | {c[0] for c in changes})
         lanes = [self.names[lane] for lane in self.lanes]
         data = {"span": round(self.span, 2), "lanes": lanes, "rows": rows, "keys": keys, "changes": changes,
-                "times": times}
+                "times": times, "tour": [list(stop) for stop in self.tour]}
         if self.structure_fig is not None:
             import base64
             import io
@@ -295,6 +331,11 @@ _HTML = """<div class="gk-interactive gk-debugger" id="IDENT" tabindex="0" style
 <p class="gk-fallback" style="color:#555;font-style:italic">The interactive trace view is drawn by its own script,
 which has not run here: in a saved notebook, trust it or run this cell again.</p>
 <div class="gk-plot" style="width:100%;height:HEIGHTpx"></div>
+<div class="gk-tour" style="display:none;align-items:center;gap:8px;margin:6px 0;padding:6px 8px;background:#F4F7FB;border-left:4px solid #3A6EA5;font-size:14px">
+<button class="gk-tour-prev" title="previous stop of the walk-through">&#9664; stop</button>
+<button class="gk-tour-next" title="next stop of the walk-through">stop &#9654;</button>
+<span class="gk-tour-text" style="flex:1">A guided walk-through: press "stop &#9654;".</span>
+</div>
 <div class="gk-controls" style="display:flex;align-items:center;gap:8px;margin:6px 0;font-size:14px">
 <button class="gk-prev" title="previous event (left arrow)">&#9664; event</button>
 <input class="gk-cursor" type="range" min="0" step="any" style="flex:1" aria-label="time cursor">
@@ -366,6 +407,14 @@ root.querySelector('.gk-next').onclick=function(){step(1);};
 root.addEventListener('keydown',function(ev){if(ev.target===num)return;
  if(ev.key==='ArrowRight'){step(1);ev.preventDefault();}else if(ev.key==='ArrowLeft'){step(-1);ev.preventDefault();}});
 root.gkGo=go;root.gkStep=step;root.gkPick=function(l){picked=l;render();};
+var stop=-1,tour=root.querySelector('.gk-tour');
+function tourGo(i){if(!D.tour.length)return;stop=Math.max(0,Math.min(D.tour.length-1,i));var s=D.tour[stop];
+ picked=s[1];go(s[0]);root.querySelector('.gk-tour-text').textContent='Stop '+(stop+1)+' of '+D.tour.length+' ('+s[0].toFixed(1)+' ns, '+s[1]+'): '+s[2];
+ root.dataset.stop=stop;}
+if(D.tour&&D.tour.length){tour.style.display='flex';
+ root.querySelector('.gk-tour-prev').onclick=function(){tourGo(stop-1);};
+ root.querySelector('.gk-tour-next').onclick=function(){tourGo(stop+1);};}
+root.gkTour=tourGo;
 go(0);
 """
 
@@ -373,7 +422,7 @@ go(0);
 def explore(chapter, a, b, *, title="", max_ctas=1, structure=True, **config):
     """The interactive view of chapter ``chapter``'s kernel on ``a``, ``b`` (always the emulator:
     the barrier states come from its model of the mbarriers), with the run's structure diagram
-    (``structure=False``: without)."""
+    (``structure=False``: without). ``view.add_stop(...)`` adds a guided walk-through."""
     trace, log = run_traced(chapter, a, b, **config)
     fig = None
     if structure:
