@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chapters import CHAPTERS
+from .emu.check_mode import b200_launch
 from .prose_lint import says  # noqa: F401  (re-exported for the pages' hidden cells)
 
 #: The sm_100a opcodes the early chapters teach (nvdisasm spelling).
@@ -244,7 +245,9 @@ def backend():
 def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
     """Run chapter ``chapter`` on the chapter's backend and compare with the numpy reference.
 
-    ``m, n, k``: the shape on the emulator; ``gpu_shape``: the shape on a B200 (default: the same).
+    ``m, n, k``: the shape on the emulator; ``gpu_shape``: the shape on a B200 (default: the same). On
+    the emulator a persistent chapter launches as a B200 does (``check_mode.b200_launch``) unless
+    ``config`` sets its CTA or cluster count.
     Prints which machine ran, the error and the tolerance; raises AssertionError on a mismatch."""
     from .check import TOLERANCE_FORMULA, compare, random_operands, reference, tolerance
 
@@ -252,6 +255,9 @@ def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
     if where == "blackwell" and gpu_shape is not None:
         m, n, k = gpu_shape
     a, b = random_operands(m, n, k, seed=seed)
+    if where == "emulator" and not {"num_ctas", "num_clusters"} & set(config):
+        # a persistent chapter runs at a B200's launch (one tile per CTA at small shapes), as on the chip
+        config = {**(b200_launch(CHAPTERS[chapter].entry) or {}), **config}
     d = CHAPTERS[chapter].entry(a, b, backend=where, **config)
     cmp = compare(d, a, b)
     ref = reference(a, b)

@@ -543,6 +543,7 @@ CATALOGUE = {
                        "test_peer_barrier_used_before_its_init_was_published"],
     "WaitScopeMismatch": ["test_cta_scope_wait_on_a_peer_arrival"],
     "MissingWarpSync": ["test_elected_arrive_without_a_warp_barrier"],
+    "RelaxedWaitNoAcquire": ["test_relaxed_wait_then_an_ordinary_load"],
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -831,3 +832,14 @@ def test_catalogue_covers_every_raised_diagnostic():
     for cls, tests in CATALOGUE.items():
         for t in tests:
             assert t in names, f"{cls}: no test {t}"
+
+
+def test_relaxed_wait_then_an_ordinary_load():
+    """A .relaxed wait orders no memory: the load after it of the word another warp published is named
+    (tests/test_emu_memory_model.py has the rule under every order)."""
+    from gemm_kernels.emu.errors import RelaxedWaitNoAcquire
+    from tests.test_emu_memory_model import RELAXED, k_publish
+
+    with pytest.raises(RelaxedWaitNoAcquire, match=r"^the wait at tests/test_emu_memory_model.py:\d+ \(k_publish\) "
+                                                   r"is relaxed"):
+        K.run(k_publish, (np.zeros(32, np.uint32), RELAXED), block=64)

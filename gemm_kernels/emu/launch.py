@@ -201,7 +201,7 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     if resident is not None:
         from .clc import ClcUnit
 
-        launch.clc = ClcUnit(launch, resident, policy)
+        launch.clc = ClcUnit(launch, resident, policy, seed)
     fn = kernel_function(kernel)
     args = tuple(a.view(GlobalView) if isinstance(a, np.ndarray) else a for a in args)
     nthreads = launch.block[0] * launch.block[1] * launch.block[2]

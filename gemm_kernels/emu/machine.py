@@ -20,6 +20,7 @@ from .errors import (
 from .hb import TC_READ, TC_WRITE, Clocks, SyncPoint, WarpClock, tc_conflict
 from .mbarrier import MBarrier
 from .memory import OFFSET_MASK, RANK_SHIFT, SharedMemory, Tmem
+from .relaxed import settle as settle_relaxed
 from .scheduler import Waitable
 from .source import here, site, text
 
@@ -109,14 +110,15 @@ class EmuThread:
         self.tc_since_sync = 0
         return self.warp.clock.release(into)
 
-    def acquire(self, vc, sync=None, carries_tc=0, unfenced=None):
+    def acquire(self, vc, sync=None, carries_tc=0, unfenced=None, at=None):
         """Acquire ``vc``; ``sync()`` names the synchronisation for tcgen05-fence reports, ``carries_tc``
-        the kinds of tcgen05 work behind it, ``unfenced`` such work without fence::before_thread_sync."""
+        the kinds of tcgen05 work behind it, ``unfenced`` such work without fence::before_thread_sync;
+        ``at``: the site of the synchronisation (default: the running kernel line)."""
         self.warp.clock.acquire(vc)
         if carries_tc:
             prev = self.tc_after
             name = sync()
-            self.tc_after = (name, site(2), carries_tc | (prev[2] if prev else 0))
+            self.tc_after = (name, site(2) if at is None else at, carries_tc | (prev[2] if prev else 0))
             if carries_tc & (TC_READ | TC_WRITE):
                 # the latest synchronisation decides (an earlier unfenced one may since be covered by a fenced one)
                 self.tc_before_src = (unfenced, name) if unfenced is not None else None
@@ -207,6 +209,7 @@ class EmuThread:
         if before:
             self.tc_unfenced = None
         else:
+            settle_relaxed(self.warp.clock)  # the ISA's form after a relaxed wait (relaxed.py)
             self.tc_after = None
         self.advance()
 
@@ -384,6 +387,7 @@ class NamedBarrier(Waitable):
         lanes, joined = pend
         lanes.append(thread)
         self.clock = max(self.clock, thread.clock)
+        settle_relaxed(thread.warp.clock)  # bar.sync orders what a relaxed wait observed (relaxed.py)
         self.sp.release(thread)
         self._maybe_join(w)
         start = thread.clock
@@ -595,6 +599,9 @@ class Cluster(Waitable):
         self.size = len(cta_blocks)
         self.warps_per_cta = -(-nthreads // 32)
         self.clocks = Clocks(self.size, self.warps_per_cta)
+        # per warp slot: its epoch right after its last fence.proxy.async (memory.py: a generic access of an
+        # earlier epoch is not fenced against a later async-proxy write of the same bytes)
+        self.proxy_fence_ep = np.zeros(self.clocks.nwarps, dtype=np.int32)
         self.ctas = [CTA(self, r, b, nthreads, dynamic_bytes) for r, b in enumerate(cta_blocks)]
         self.bar_sp = SyncPoint()
         self.bar_released = {}
@@ -608,6 +615,7 @@ class Cluster(Waitable):
             raise EmulatorError(f"{thread} arrived twice on the cluster barrier without waiting in between")
         thread.cluster_arrived_gen = self.bar_generation
         trace_sync(thread, "cluster.arrive", thread.clock, "cluster barrier", self.live)
+        settle_relaxed(thread.warp.clock)
         self.bar_sp.release(thread)
         self.bar_arrived += 1
         self.bar_clock = max(self.bar_clock, thread.clock)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from . import cause, drain
+from . import relaxed as relaxed_rule
 from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait, WaitScopeMismatch
 from .hb import SyncPoint
 from .scheduler import Waitable
@@ -309,9 +310,10 @@ class MBarrier(Waitable):
         before it (true)."""
         return (parity & 1) != (self.completed & 1)
 
-    def consume(self, thread, parity, cluster_scope=True, observed=None):
+    def consume(self, thread, parity, cluster_scope=True, observed=None, relaxed=False):
         """Book-keeping after a successful wait; raises on a stale phase, and on a CTA-scope wait
-        (``cluster_scope`` false) for a phase that a thread of another CTA arrived on. ``observed``: the
+        (``cluster_scope`` false) for a phase that a thread of another CTA arrived on. A ``relaxed`` wait
+        acquires nothing: its phase is kept for a later ordering point (relaxed.py). ``observed``: the
         number of completed phases when the wait saw its phase complete (a thread woken by phase p's
         completion acquires phase p, even if later phases completed before it ran again)."""
         # the phase the hardware reported complete to this thread (-1: before init)
@@ -368,7 +370,11 @@ class MBarrier(Waitable):
         if phase >= 0:
             sp = self.done_sp.get(phase)
             if sp is not None:
-                if sp.tc:  # (the name is built only where a tcgen05-fence report may need it)
+                if relaxed:
+                    from .source import site
+
+                    relaxed_rule.observe(thread, self, phase, sp, site(1))
+                elif sp.tc:  # (the name is built only where a tcgen05-fence report may need it)
                     sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
                 else:
                     thread.warp.clock.acquire(sp.vc)
