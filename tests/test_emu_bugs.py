@@ -199,10 +199,12 @@ def test_stale_phase_wait_lazy():
             "with parity 0", "already consumed", "phase 1")
 
 
-def test_stale_phase_eager_is_a_deadlock():
+def test_stale_phase_eager_hangs_and_is_named_stale():
     """Under eager the second load lands at issue: phase 1 completes, parity 0 now names the NEXT
-    phase and the wait blocks forever: the same bug shows as a Deadlock on tma_bar."""
-    _raises(E.Deadlock, lambda: stale(1, "eager"), "mbarrier tma_bar", "phase 2 (parity 0)", "waiting for parity 0")
+    phase and the wait blocks forever. The hang's root wait skipped phase 1, so the report has the
+    bug's class under every order (StalePhaseWait, issue 27), with the deadlock's chain and dump."""
+    _raises(E.StalePhaseWait, lambda: stale(1, "eager"), "deadlock in cluster 0", "mbarrier tma_bar",
+            "phase 2 (parity 0)", "completed unseen", "waiting for parity 0")
 
 
 @pytest.mark.parametrize("policy,seed", [("random", 1), ("random", 2)])
@@ -503,9 +505,9 @@ def test_memory_fault_tma_box_not_16_byte_aligned():
 # ---------------------------------------------------------------------------------------------------
 #: every diagnostic class -> the tests above that provoke it
 CATALOGUE = {
-    "Deadlock": ["test_deadlock_producer_waits_consumer_parity", "test_deadlock_expect_tx_too_many_announced",
-                 "test_stale_phase_eager_is_a_deadlock"],
-    "StalePhaseWait": ["test_stale_phase_wait_lazy", "test_lapped_waiter_is_a_stale_phase_wait"],
+    "Deadlock": ["test_deadlock_producer_waits_consumer_parity", "test_deadlock_expect_tx_too_many_announced"],
+    "StalePhaseWait": ["test_stale_phase_wait_lazy", "test_lapped_waiter_is_a_stale_phase_wait",
+                       "test_stale_phase_eager_hangs_and_is_named_stale"],
     "ArrivalMismatch": ["test_arrival_mismatch_whole_warp_arrives_on_count_1", "test_arrival_mismatch_init_count_zero"],
     "ExpectTxMismatch": ["test_expect_tx_too_many_bytes_arrive"],
     "SharedMemoryHazard": ["test_hazard_tma_into_buffer_mma_reads", "test_hazard_mma_reads_buffer_tma_writes",

@@ -147,4 +147,5 @@ def test_old_step10_scheduler_is_reported(policy):
     first = str(err.value).splitlines()[0]
     wait = 1 + OLD_CLC_NEXT.splitlines().index(next(x for x in OLD_CLC_NEXT.splitlines() if "# OLD" in x))
     assert first.startswith("the wait at <variant of gemm_kernels/kernels/v10_any_shape.py>:"), first
+    assert f"in <variant of gemm_kernels/schedule.py>:{wait} (clc_next), in gemm_kernels/pipeline.py" in first, first
     assert "Wait with .acquire.cluster" in first, first

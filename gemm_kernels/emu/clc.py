@@ -97,10 +97,14 @@ class ClcRequest(AsyncOp):
 
     def __init__(self, thread, resp_off, bar_off):
         cta = thread.cta
-        if getattr(cta, "clc_failed_seen", False):
+        seen = getattr(cta, "clc_failed_seen", {})
+        if seen:
+            # cite the requesting warp's own read of the failure where it made one (another role's read is
+            # not where the requester's loop went wrong)
+            where = seen.get(thread.warp.index) or next(iter(seen.values()))
             raise ClcRuleError(
                 f"{thread} issued clusterlaunchcontrol.try_cancel at {text(site(2))} after CTA {cta.rank_text()} had "
-                f"observed a failed response (at {text(cta.clc_failed_seen)}): the PTX ISA leaves a request after a "
+                f"observed a failed response (at {text(where)}): the PTX ISA leaves a request after a "
                 f"failed one undefined. Stop requesting once query_cancel.is_canceled reads false.")
         unit = cta.launch.clc
         if unit is None:
@@ -196,5 +200,6 @@ def read_response(thread, resp_addr):
     resp = cta.smem.buffer[off:off + RESPONSE_BYTES].copy()
     ok, x, y, z = decode(resp)
     if not ok:
-        thread.cta.clc_failed_seen = site(2)
+        seen = thread.cta.__dict__.setdefault("clc_failed_seen", {})  # warp index -> its read of the failure
+        seen.setdefault(thread.warp.index, site(2))
     return ok, x, y, z

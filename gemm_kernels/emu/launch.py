@@ -9,8 +9,8 @@ import numpy as np
 
 from ..trace import Trace
 from . import context, costmodel
-from .deadlock import count_cause, deadlock_cause
-from .errors import ArrivalMismatch, CtaGroupMix
+from .deadlock import count_cause, deadlock_cause, skipped_root
+from .errors import ArrivalMismatch, CtaGroupMix, StalePhaseWait
 from .machine import Cluster, _ranges
 from .memory import GlobalView
 from .rebind import kernel_function
@@ -74,6 +74,8 @@ class Launch:
         low = count_cause(cluster)
         if low:
             return ArrivalMismatch(low + " (The kernel then hung: " + self._deadlock_text(cluster).split("\n")[0] + ")")
+        if skipped_root(cluster, self.scheduler.pending):  # a phase bit not flipped: the class of its cause
+            return StalePhaseWait(self._deadlock_text(cluster))
         return self._deadlock_text(cluster)
 
     def _deadlock_text(self, cluster):

@@ -92,6 +92,7 @@ class MBarrier(Waitable):
         self.done_remote = {}  # phase index -> that, for the last few completed phases
         self.history = []  # the arrivals (threads, or issuers of async work) of the last few phases
         self.carries_data = False  # copies complete bytes on it (expect_tx): a 'full' barrier (cause.py)
+        self.announced = {}  # thread key -> the phase of its latest expect_tx (copy_after_its_phase)
         self.init_site = 0  # the kernel line of the mbarrier.init (set by the CTA, for reports)
         # the exit rule (drain.py): the latest asynchronous arrival, and who waited past it
         self.async_phase = -1  # the phase it landed in
@@ -218,6 +219,7 @@ class MBarrier(Waitable):
         self.phase_time = max(self.phase_time, at)
         if thread is not None:
             self.expect_sites.append((thread, site, nbytes))
+            self.announced[thread.key] = self.completed
 
     def _async_arrival(self, op):
         """``op``'s arrival lands in the current phase: from now on only a wait on this phase or a later
@@ -231,6 +233,9 @@ class MBarrier(Waitable):
     def complete_tx(self, nbytes, source, at=0.0, vc=None, op=None):
         if OBSERVERS:
             _observe(self, "complete_tx", at, nbytes)
+        phase = getattr(op, "phase", None)
+        if phase is not None and phase < self.completed:
+            self._landed_late(op)
         self.tx -= nbytes
         self.phase_time = max(self.phase_time, at)
         self.sp.release_async(vc, smem=True)
@@ -244,6 +249,38 @@ class MBarrier(Waitable):
                 f"runs and never completed in the third, where a wait hangs. Announce every byte the copies "
                 f"deliver (or signal each copy on its own stage's barrier).")
         self._maybe_complete()
+
+    def copy_after_its_phase(self, thread, op):
+        """``thread`` issues TMA load ``op`` signalling this barrier, having announced bytes only in an earlier
+        phase that has completed: that phase completed without this copy's bytes (too few announced), and
+        they count against the current one. Raises ExpectTxMismatch."""
+        last = self.announced.get(thread.key)
+        if last is None or last >= self.completed or any(t is thread for t, _, _ in self.expect_sites):
+            return
+        from .source import here
+
+        sites = getattr(self, "last_expect", []) if last == self.completed - 1 else None
+        raise ExpectTxMismatch(
+            f"mbarrier {self.name} [CTA {self.cta.rank_text()}] completed phase {last} before {thread} issued "
+            f"{op.description} at {here()}, although {thread} announced that phase's bytes "
+            f"({self.announcements(sites) if sites is not None else 'its expect_tx'}): the bytes announced are fewer "
+            f"than its copies deliver, so this copy counts against phase {self.completed} and whoever waited for "
+            f"phase {last} read the buffer before the copy wrote it. Announce every byte that completes on the "
+            f"barrier.")
+
+    def _landed_late(self, op):
+        """A TMA load issued in phase ``op.phase`` lands after that phase completed: the phase was announced
+        fewer bytes than its copies deliver (whatever the order: a copy still in flight at the wait is
+        ``completed_early``'s report; one that lands later counts its bytes against the next phase, and
+        the wait for its own phase released the reader before the write)."""
+        sites = getattr(self, "last_expect", []) if op.phase == self.completed - 1 else None
+        raise ExpectTxMismatch(
+            f"mbarrier {self.name} [CTA {self.cta.rank_text()}] completed phase {op.phase} before {op.description} "
+            f"landed, although that copy completes on it: the bytes announced for the phase "
+            f"({self.announcements(sites) if sites is not None else 'see its expect_tx'}) are fewer than its copies "
+            f"deliver, so its {op.tmap.box_bytes} bytes count against phase {self.completed} and whoever waited for "
+            f"phase {op.phase} read the buffer before the copy wrote it. Announce every byte that completes on the "
+            f"barrier.")
 
     def announcements(self, sites=None):
         """This phase's expect_tx announcements (or those of ``sites``), for reports: "N B by <thread> at

@@ -133,6 +133,7 @@ class TmaLoad(AsyncOp):
                                  f"{dst_cta.smem.name_of(dst_off)} signalling {bar.name} (issued by {thread})")
         self.tmap, self.cta, self.off, self.c0, self.c1, self.bar = tmap, dst_cta, dst_off, c0, c1, bar
         self.phase = bar.completed  # the phase its bytes count towards (a report's cause: completed_early)
+        bar.copy_after_its_phase(thread, self)
         tmap.check_box_start(c0, c1, f"TMA load issued by {thread}")
         bar.require_fenced(f"the TMA load issued by {thread}")
         self.addrs = tmap.smem_addresses(dst_off)
