@@ -71,8 +71,23 @@ def wait(bar0, stage, phase):
 def wait_cluster(bar0, stage, phase):
     """``wait`` on a barrier that the other CTA of a pair also completes (its remote arrivals, the
     leader's multicast commits, cta_group::2 TMA loads): the ISA's cluster-scope form,
-    try_wait.parity.relaxed.cluster (the same SASS as the CTA-scope acquire)."""
+    try_wait.parity.relaxed.cluster (the same SASS as the CTA-scope acquire).
+
+    Relaxed: it orders no ordinary memory access. Use it only where what follows the wait is
+    asynchronous work that the barrier itself orders (TMA copies, tcgen05 operations after
+    tcgen05.fence::after_thread_sync). A wait followed by an ordinary load of the data the phase
+    publishes must acquire (``wait_acquire_cluster``): ptxas may move a load above a relaxed wait,
+    and did (chapter 10)."""
     ptx.mbarrier_wait_relaxed_cluster(barrier(bar0, stage), phase)
+
+
+@cuda.jit(device=True, forceinline=True)
+def wait_acquire_cluster(bar0, stage, phase):
+    """``wait`` with acquire at cluster scope (try_wait.parity.acquire.cluster): the writes that the
+    phase's arrivals released, and the bytes its transactions completed, are visible to this
+    thread's later ordinary loads, and no later load is moved above the wait. For a wait followed
+    by ld.shared of what the phase publishes (chapter 10's CLC responses)."""
+    ptx.mbarrier_wait_cluster(barrier(bar0, stage), phase)
 
 
 @cuda.jit(device=True, forceinline=True)

@@ -60,7 +60,8 @@ def clc_request(resp0, full0, peer_full0, empty0, count):
     ``clc_full``, and ask for a cluster (one elected lane). ``peer_full0``: the peer's clc_full ring
     through ``mapa``."""
     stage, phase = pipeline.ring_slot(count, CLC_STAGES)
-    pipeline.wait_cluster(empty0, stage, phase ^ uint32(1))  # a fresh slot passes at once (parity 1)
+    # acquire: every reader's fenced load of the slot's last response happens before the new write
+    pipeline.wait_acquire_cluster(empty0, stage, phase ^ uint32(1))  # a fresh slot passes at once (parity 1)
     if ptx.elect_sync():
         ptx.mbarrier_arrive_expect_tx(pipeline.barrier(full0, stage), RESPONSE_BYTES)
         ptx.mbarrier_arrive_expect_tx_cluster(pipeline.barrier(peer_full0, stage), RESPONSE_BYTES)
@@ -75,8 +76,14 @@ def clc_next(resp0, full0, leader_empty0, count):
     leader's ``clc_empty``). Every role reads the responses in the same order, so the slot follows
     from the count (``ring_slot``). Returns (ok, tile): ok = 0 when no cluster was left."""
     stage, phase = pipeline.ring_slot(count, CLC_STAGES)
-    pipeline.wait_cluster(full0, stage, phase)  # the leader announces the peer's bytes: cluster scope
+    # acquire, cluster scope: the response is read with an ordinary ld.shared, which a relaxed wait
+    # would not keep behind it (ptxas hoisted the scheduler's load above a relaxed wait)
+    pipeline.wait_acquire_cluster(full0, stage, phase)
     ok, first_x = ptx.clc_query_cancel(pipeline.stage_buffer(resp0, stage, RESPONSE_BYTES))
+    # the slot's next write is the tensor core's (async proxy): order this generic read before it
+    ptx.fence_proxy_async()
     if ptx.elect_sync():
+        # release at the default CTA scope, as CUTLASS hands a slot back: the .release.cluster form
+        # costs a MEMBAR.ALL.GPU per tile in every role (see the ISA note in ARCHITECTURE.md)
         ptx.mbarrier_arrive_remote(pipeline.barrier(leader_empty0, stage))
     return ok, uint32(first_x >> uint32(1))  # a pair's first CTA: x = 2 x its cluster

@@ -7,6 +7,7 @@ from gemm_kernels import gemm_v10
 from gemm_kernels.check import compare, random_operands
 from gemm_kernels.emu.scheduler import POLICIES
 from gemm_kernels.kernels import host
+from gemm_kernels.kernels import v10_any_shape as v10
 
 # (M, N, K): M and N not multiples of 8 with K of one k-block; K below a k-block (56 of its 64
 # columns zero-filled); a last partial k-block and edge tiles in both M and N, 2 x 2 tiles on the
@@ -40,10 +41,13 @@ def test_ragged_edges_in_m_n_and_k(policy):
 
 
 def test_padded_pitch_view():
-    """N = 13 is not a multiple of 8: D is the M x 13 view of rows padded to 16 elements."""
+    """N = 13: D is the M x 13 view of rows padded to 64 elements (a whole store box per row fits
+    in the padding, whatever the TMA store's clipping granularity)."""
     a, b = random_operands(*ONE_K_BLOCK, seed=1)
     d = gemm_v10(a, b, backend="emulator")
-    assert d.strides == (16 * 2, 2) and d.base is not None and d.base.shape == (5, 16)
+    assert d.strides == (64 * 2, 2) and d.base is not None and d.base.shape == (5, 64)
+    assert v10.padded_pitch(64) == 64 and v10.padded_pitch(65) == 128 and v10.padded_pitch(1) == 64
+    assert v10.padded_pitch(1) % v10.SUBTILE_COLS == 0
 
 
 def test_nothing_written_outside_d():

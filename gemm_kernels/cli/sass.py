@@ -30,6 +30,10 @@ def add_parser(subparsers):
     what.add_argument("--hot-loops", action="store_true",
                       help="instruction counts of the MMA, TMA-producer and epilogue loops per unit of work, "
                            "by category; flags MEMBAR.*GPU and CALL inside any loop (gemm_kernels.sass_loops)")
+    what.add_argument("--ordering", action="store_true",
+                      help="check that every ordinary load of mbarrier-published shared memory (the CLC "
+                           "response) comes after a wait on its barrier on every path (gemm_kernels.sass_order; "
+                           "--chapter only); exit 1 if one does not")
     p.add_argument("--loads-per-stage", type=int, metavar="N",
                    help="TMA loads per pipeline stage, to count the producer loop per k-block (default: the "
                         "chapter's, else 2)")
@@ -76,6 +80,16 @@ def run(args) -> int:
             return 1
         lps = args.loads_per_stage or (chapter_loads_per_stage(args.chapter) if args.chapter is not None else 2)
         text = report(b.sass, lps, label=ref.label)
+    elif args.ordering:
+        from gemm_kernels.sass_order import chapter_plan, check, report as ordering_report
+
+        if not b.sass or args.chapter is None:
+            print("error: --ordering needs the SASS (nvdisasm) and --chapter (for its shared-memory plan)",
+                  file=sys.stderr)
+            return 2
+        loads = check(b.sass, chapter_plan(args.chapter))
+        print(ordering_report(loads, ref.label))
+        return 1 if any(ld.problem for ld in loads) else 0
     else:
         if not b.sass:
             print("error: no SASS (nvdisasm not found); try --summary or --ptx", file=sys.stderr)

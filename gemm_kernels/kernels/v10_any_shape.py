@@ -40,8 +40,11 @@ Set-up in the order the ISA asks for a pair: barrier inits and their fence, the 
 (the peer is running and sees the barriers), then the cta_group::2 TMEM allocation (which writes
 into the peer's shared memory), then the tcgen05 fences around a CTA barrier that publish the
 TMEM address to every warp. As in step 8, every wait is on a barrier the peer CTA also completes, so
-it takes the ISA's cluster-scope form (pipeline.wait_cluster), and a warp barrier orders each lane's
-tcgen05.wait::ld before the elected lane's ld2mma arrive.
+it takes the ISA's cluster-scope form (pipeline.wait_cluster, relaxed: a TMA copy or a tcgen05
+operation follows, which the barrier and the tcgen05 fences order), and a warp barrier orders each
+lane's tcgen05.wait::ld before the elected lane's ld2mma arrive. The CLC waits are the exception:
+an ordinary load of the response follows the wait on clc_full, so those waits acquire
+(schedule.clc_next; `sass --ordering` checks the SASS).
 
 The handoffs, with step 8's names:
   tma2mma[s]  the leader's: both CTAs' A and B halves, 64 KiB announced by the leader (OOB fill included)
@@ -269,9 +272,16 @@ SIGNATURE = "void(uint64, uint64, uint64, int32, int32, int32, uint64, uint64)"
 LIMITS = "any M, N >= 1, K a multiple of 8 (the TMA's 16-byte row rule); clusters of 2 CTAs"
 
 
+D_PITCH_MULTIPLE = 64  # elements: a multiple of the store box's SUBTILE_COLS, 128-byte rows
+
+
 def padded_pitch(n):
-    """D's row pitch in elements: N rounded up to 8, so that every row starts 16-byte aligned."""
-    return -(-n // K_MULTIPLE) * K_MULTIPLE
+    """D's row pitch in elements: N rounded up to 64. A TMA store of a box that crosses column N
+    writes at least the columns below N; how much more it writes is not promised by the PTX ISA
+    (an H200 wrote to the end of the 16-byte chunk holding column N - 1; CUTLASS's TMA epilogue
+    avoids the question by asking for N % 8 == 0). With rows a multiple of the box's width apart,
+    even a store that wrote its whole box would stay inside the row's own padding."""
+    return -(-n // D_PITCH_MULTIPLE) * D_PITCH_MULTIPLE
 
 
 def check_shape(a, b):
@@ -286,7 +296,7 @@ def check_shape(a, b):
     if k <= 0 or k % K_MULTIPLE:
         raise ValueError(f"chapter 10 needs K to be a positive multiple of {K_MULTIPLE}; got K={k}. The TMA reads "
                          f"A and B row by row and every row must start 16-byte aligned ({K_MULTIPLE} fp16 values): "
-                         f"pad K with zero columns in both A and B up to {padded_pitch(max(k, 1))}")
+                         f"pad K with zero columns in both A and B up to {-(-max(k, 1) // K_MULTIPLE) * K_MULTIPLE}")
     return m, n, k
 
 
