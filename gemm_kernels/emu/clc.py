@@ -30,6 +30,7 @@ from . import costmodel
 from . import relaxed as relaxed_rule
 from .errors import EmulatorError
 from .hb import TMA
+from .memory import RANK_SHIFT
 from .scheduler import AsyncOp
 from .source import site, text
 
@@ -168,8 +169,6 @@ def own_address(thread, resp, resp_cta, bar, bar_cta):
 
 def _addr(cta, off):
     """The shared-window address of offset ``off`` in ``cta`` (its rank bits set)."""
-    from .memory import RANK_SHIFT
-
     return (cta.rank << RANK_SHIFT) | off
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..trace import Trace
 from . import context, costmodel
+from .clc import ClcUnit
 from .deadlock import count_cause, deadlock_cause, skipped_root
 from .errors import ArrivalMismatch, CtaGroupMix, StalePhaseWait
 from .machine import Cluster, _ranges
@@ -201,8 +202,6 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     if tensor_maps:
         launch.tensor_maps.update(tensor_maps)
     if resident is not None:
-        from .clc import ClcUnit
-
         launch.clc = ClcUnit(launch, resident, policy, seed)
     fn = kernel_function(kernel)
     args = tuple(a.view(GlobalView) if isinstance(a, np.ndarray) else a for a in args)

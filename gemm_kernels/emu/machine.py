@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..trace import Event
 from . import costmodel, drain
 from .context import current_thread
 from .errors import (
@@ -21,24 +22,9 @@ from .hb import TC_READ, TC_WRITE, Clocks, SyncPoint, WarpClock, tc_conflict
 from .mbarrier import MBarrier
 from .memory import OFFSET_MASK, RANK_SHIFT, SharedMemory, Tmem
 from .relaxed import settle as settle_relaxed
+from .report import ranges as _ranges
 from .scheduler import Waitable
 from .source import here, site, text
-
-
-def _ranges(ids):
-    ids = sorted(ids)
-    out, start, prev = [], None, None
-    for i in ids:
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
-            prev = i
-        else:
-            out.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = prev = i
-    if start is not None:
-        out.append(f"{start}" if start == prev else f"{start}-{prev}")
-    return ",".join(out)
 
 
 class EmuThread:
@@ -340,8 +326,6 @@ def trace_sync(thread, op, start, name, threads):
     trace's ``syncs`` (not its events: the timelines draw what they drew before)."""
     tr = thread.launch.trace
     if tr is not None and thread.lane == 0:
-        from ..trace import Event
-
         tr.syncs.append(Event(lane=thread.warp_role(), op=op, start=costmodel.cycles_to_ns(start),
                               end=costmodel.cycles_to_ns(thread.clock), cta=thread.cta.linear,
                               warp=thread.warp.index, detail=name, extra={"threads": int(threads)}))

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import numpy as np
+
 from . import cause, drain
 from . import relaxed as relaxed_rule
-from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait, WaitScopeMismatch
+from .errors import ArrivalMismatch, ExpectTxMismatch, MemoryFault, StalePhaseWait, WaitScopeMismatch
 from .hb import SyncPoint
+from .report import ranges as _ranges
 from .scheduler import Waitable
+from .source import here, site, site_of_frame, text
 
 MAX_COUNT = (1 << 20) - 1
 KEEP_PHASES = 8  # completed phases whose synchronisation is kept (a late thread acquires the one it saw)
@@ -46,8 +50,6 @@ def _observe(bar, what, cycles, value):
 
 
 def _blocked_site(thread):
-    from .source import site_of_frame
-
     f = getattr(thread.greenlet, "gr_frame", None)
     return site_of_frame(f) if f is not None else 0
 
@@ -105,9 +107,6 @@ class MBarrier(Waitable):
         """The asynchronous units and the other CTAs of the cluster see an mbarrier's initialisation
         only after fence.mbarrier_init (PTX ISA: mbarrier.init is a generic-proxy write)."""
         if not self.fenced:
-            from .errors import MemoryFault
-            from .source import here
-
             raise MemoryFault(
                 f"{user} at {here()} uses mbarrier {self.name} of CTA {self.cta.rank_text()}, but {self.init_by} "
                 f"initialised it without fence.mbarrier_init afterwards: the TMA unit, the tensor core and the "
@@ -118,7 +117,6 @@ class MBarrier(Waitable):
     def signal_from(self, thread):
         """``thread`` issued an arrival or asynchronous work that will complete on this barrier (at the
         kernel line a deadlock report names, when that thread was expected to signal another barrier)."""
-        from .source import site
 
         self.signalled[thread.key] = self.completed
         self.signal_site[thread.key] = site(1)
@@ -131,15 +129,11 @@ class MBarrier(Waitable):
             if thread.warp.tc_lanes:
                 unordered = thread.unordered_lanes()
                 if unordered is not None:
-                    from .source import site
-
                     self.unordered.append((thread, site(2), *unordered))
             self.sp.release(thread)
             if self.one_each:
                 self._check_second_arrival(thread, count)
             if self.remote is None and thread.cta is not self.cta:
-                from .source import site
-
                 self.remote = (thread, site(2))
         else:
             self.sp.release_async(async_vc, tcgen05)
@@ -149,8 +143,6 @@ class MBarrier(Waitable):
                 self.remote = (f"the tcgen05.commit issued by {thread}", op.site)
         self.pending -= count
         if self.pending < 0:
-            from .source import here, text
-
             where = op.description if async_vc is not None and op is not None else f"{thread} at {here()}"
             raise ArrivalMismatch(
                 f"mbarrier {self.name} [CTA {self.cta.rank_text()}] (phase {self.completed}): "
@@ -178,8 +170,6 @@ class MBarrier(Waitable):
         if count != 1:
             return
         if thread in self.arrived_threads:
-            from .source import here
-
             raise ArrivalMismatch(
                 f"{thread} arrived on mbarrier {self.name} [CTA {self.cta.rank_text()}] a second time in phase "
                 f"{self.completed} at {here()}; its last phase was completed by one arrival from each of "
@@ -198,8 +188,6 @@ class MBarrier(Waitable):
         prev = self.last_completer
         if (prev is not None and prev[0] is thread.warp
                 and prev[2] == self.completed - 1 and prev[3] == self.waits):
-            from .source import here
-
             if prev[1] != thread.lane:
                 raise ArrivalMismatch(
                     f"mbarrier {self.name} [CTA {self.cta.rank_text()}] expects {self.expected} arrival(s) per "
@@ -257,7 +245,6 @@ class MBarrier(Waitable):
         last = self.announced.get(thread.key)
         if last is None or last >= self.completed or any(t is thread for t, _, _ in self.expect_sites):
             return
-        from .source import here
 
         sites = getattr(self, "last_expect", []) if last == self.completed - 1 else None
         raise ExpectTxMismatch(
@@ -285,7 +272,6 @@ class MBarrier(Waitable):
     def announcements(self, sites=None):
         """This phase's expect_tx announcements (or those of ``sites``), for reports: "N B by <thread> at
         <line>; ..." or "none"."""
-        from .source import text
 
         sites = self.expect_sites if sites is None else sites
         return "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in sites) or "none"
@@ -295,7 +281,6 @@ class MBarrier(Waitable):
         barrier, still in flight) finds that phase already complete: it was announced too few bytes."""
         if copy.phase >= self.completed:
             return None
-        from .source import here
 
         return ExpectTxMismatch(
             f"mbarrier {self.name} [CTA {self.cta.rank_text()}] completed phase {copy.phase} before {copy.description} "
@@ -365,8 +350,6 @@ class MBarrier(Waitable):
         # later phase of this barrier (so it is waiting for its own work, which is not done yet).
         # Re-waiting a consumed phase with nothing new in flight is harmless and not reported.
         if phase >= 0 and last is not None and last >= phase and self.signalled.get(key, -1) > phase:
-            from .source import here
-
             raise StalePhaseWait(
                 f"{thread} waited on mbarrier {self.name} with parity {parity} at {here()}; the barrier's last "
                 f"completed phase is {phase} (parity {phase & 1}), which this thread had already "
@@ -376,7 +359,6 @@ class MBarrier(Waitable):
         # Skipped: counting this thread's waits in order, the phase it waits for is two or more phases
         # behind the barrier; the parity names that phase too, so the chip may release it there.
         if last is not None and last >= phase or phase < 0:  # passed at once (see cause.py)
-            from .source import site
 
             cause.passed_early(thread, self, parity, phase, site(1))
         elif thread.passed_early is not None:
@@ -384,8 +366,6 @@ class MBarrier(Waitable):
         wslot = thread.warp.clock.slot
         meant = self._next_meant(key, parity, wslot, thread.collectives_seen)
         if phase >= meant + 2:
-            from .source import here
-
             low = self.count_too_low(thread, phase)
             if low:
                 raise ArrivalMismatch(low)
@@ -408,8 +388,6 @@ class MBarrier(Waitable):
             sp = self.done_sp.get(phase)
             if sp is not None:
                 if relaxed:
-                    from .source import site
-
                     relaxed_rule.observe(thread, self, phase, sp, site(1))
                 elif sp.tc:  # (the name is built only where a tcgen05-fence report may need it)
                     sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
@@ -417,7 +395,6 @@ class MBarrier(Waitable):
                     thread.warp.clock.acquire(sp.vc)
         self.meant[key] = meant
         if key not in self.wait_sites:  # (the first is enough: a ring's waits sit on one line of a loop)
-            from .source import site
 
             self.wait_sites[key] = (thread, site(1))
         pos = self.warp_meant.get(wslot)
@@ -427,8 +404,6 @@ class MBarrier(Waitable):
         return self.completion_time.get(phase, 0.0)
 
     def _narrow_scope(self, thread, parity, phase, arriver, sid):
-        from .source import here, text
-
         raise WaitScopeMismatch(
             f"{thread} waited at {here()} with CTA scope (try_wait.parity, whose default is .acquire.cta) on "
             f"mbarrier {self.name} [CTA {self.cta.rank_text()}], parity {parity}; phase {phase}, the phase it "
@@ -450,8 +425,6 @@ class MBarrier(Waitable):
         arrivals = [t for arr in self.history[len(self.history) - (phase - prev):] for t in arr]
         if len(set(arrivals)) != len(arrivals) or len(arrivals) < 2:
             return ""
-        from .machine import _ranges
-        from .source import here, text
 
         warps = list(dict.fromkeys(t.warp for t in arrivals))
         by_cta = {}
@@ -512,7 +485,6 @@ def readers_outnumber_count(mma, cta, thread, reader_slot, reader_site, col, hit
     that only accumulator readers arrived on, that phase completed without the unordered reader's warp
     and without any warp of its lane quarter, and more warps read the accumulator (in every CTA the MMA writes) than the barrier counts. Then the
     phase completed before all the readers were done: the report leads with the init's count. Else ''."""
-    import numpy as np
 
     cols = slice(mma.d_col, mma.d_col + mma.n)
     readers = set()
@@ -533,8 +505,6 @@ def readers_outnumber_count(mma, cta, thread, reader_slot, reader_site, col, hit
         # quarter, the reader is a second warp on those lanes (a wrong offset), not a missing arrival
         if (cta, hit_quarter) in {(t.cta, t.warp.index % 4) for t in arrivers}:
             continue
-        from .machine import _ranges
-        from .source import text
 
         def warps(slots):
             by_cta = {}

@@ -17,7 +17,15 @@ import numpy as np
 from . import relaxed as relaxed_rule
 from . import source as _source
 from .context import current_thread as _current_thread
-from .errors import MemoryFault, MissingProxyFence, TmemLifecycleError
+from .costmodel import of
+from .errors import (
+    DataRace,
+    MemoryFault,
+    MissingProxyFence,
+    SharedMemoryHazard,
+    TmemLifecycleError,
+    UninitializedRead,
+)
 from .hb import first_unordered
 
 #: B200 per-block opt-in shared memory (PTX facts sheet, CUTLASS sm100_smem_capacity_bytes).
@@ -233,11 +241,9 @@ class SharedMemory:
         return f"; the last named region is {name} [0x{off:x}, 0x{off + size:x})"
 
     def bounds_fault(self, view, key, how):
-        from .source import text
-
         n = view.shape[0] if view.ndim else 1
         raise MemoryFault(
-            f"{how} of shared-memory index {key!r} at {text(_site(2))}: the view has {n} elements of "
+            f"{how} of shared-memory index {key!r} at {_text(_site(2))}: the view has {n} elements of "
             f"{view.itemsize} B ({view.nbytes} B from 0x{view._base:x}), and this launch has {self.dynamic_bytes} "
             f"bytes of dynamic shared memory{self._near(view._base)}. On the chip the access lands outside "
             f"the CTA's allocation (an illegal-address fault, or another buffer's bytes).")
@@ -358,16 +364,12 @@ class SharedMemory:
             f"and runs into {b}. A region of the shared-memory plan is too small, or an offset or stride is wrong.")
 
     def uninit_fault(self, b, what):
-        from .errors import UninitializedRead
-
         raise UninitializedRead(
             f"{what} reads shared byte 0x{b:x} ({self.name_of(b)}) of CTA {self.cta.rank_text()}, which nothing "
             f"wrote before: fresh shared memory holds whatever the previous kernel left there. Write it (or "
             f"wait for the TMA that fills it) before reading it.")
 
     def race(self, b, write, slot, sid, other, other_ep, other_sid, other_wrote, what=None):
-        from .errors import DataRace, SharedMemoryHazard
-
         cl = self.cta.cluster
         me = what or f"{'store' if write else 'load'} by {cl.slot_text(slot)}"
         them = f"{'write' if other_wrote else 'read'} by {cl.slot_text(other)} at {_text(other_sid)}"
@@ -588,8 +590,6 @@ def _charge(arr, key, load):
     t = _current_thread()
     if t is None:
         return
-    from .costmodel import of
-
     costs = of(t)
 
     n = 1

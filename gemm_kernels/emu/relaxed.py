@@ -56,7 +56,7 @@ def report(entry, access, writer):
     ``writer`` (who wrote the data, where) released it in the phase that wait observed."""
     thread, bar, phase, _, sid = entry
     cluster = bar.cta.cluster.size > 1
-    form = (".acquire.cluster (ptx.mbarrier_wait_cluster, or pipeline.wait_cluster's acquire form)" if cluster
+    form = (".acquire.cluster (pipeline.wait_acquire_cluster or ptx.mbarrier_wait_cluster)" if cluster
             else ".acquire.cta (ptx.mbarrier_wait, try_wait.parity's default)")
     raise RelaxedWaitNoAcquire(
         f"the wait at {text(sid)} is relaxed (mbarrier.try_wait.parity.relaxed.cluster on mbarrier {bar.name} "

@@ -8,6 +8,7 @@ outside the kernel's own file (``mark_helper``, called by ``rebind.py``). A site
 int, so that shadow memory can keep one per byte cheaply."""
 from __future__ import annotations
 
+import dis
 import os
 import sys
 
@@ -127,8 +128,6 @@ def here():
 
 def _line_code(sid):
     """(code, line, instructions) of kernel line ``sid``, or None when it is not a known site."""
-    import dis
-
     key = _site_keys[sid] if 0 < sid < len(_site_keys) else None
     if key is None:
         return None

@@ -3,6 +3,7 @@ complete transaction bytes on an mbarrier, and tiled stores in bulk groups."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from . import costmodel, drain
 from .errors import MemoryFault, SharedMemoryHazard
@@ -95,8 +96,6 @@ class TensorMapModel:
     def _rows_to_chunk_end(self, reach):
         """The map's rows widened to ``reach`` columns (the padding a ragged store writes), refused
         when the last row's chunk would lie past the memory the array lives in."""
-        from numpy.lib.array_utils import byte_bounds
-
         arr = self.array
         root = arr
         while isinstance(root.base, np.ndarray):
