@@ -93,7 +93,7 @@ def main(argv=None):
     print_table("kind of slip", tally(rows, lambda r: r["category"]))
     print_table("chapter", tally(rows, lambda r: f"chapter {r['chapter']}"))
     # the defect in the chapter's kernel file, or in a shared helper (a culprit line given as (file, line))
-    print_table("defect in", tally(rows, lambda r: "helper" if any(isinstance(c, list) for c in r["lines"])
+    print_table("defect in", tally(rows, lambda r: "helper" if any(isinstance(c, (list, tuple)) for c in r["lines"])
                                    else "kernel file"))
     classes = defaultdict(set)
     for r in rows:
