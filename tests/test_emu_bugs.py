@@ -271,7 +271,8 @@ def test_hazard_tma_into_buffer_mma_reads():
     """The second chunk's TMA loads go into A/B while chunk 0's MMAs still read them (no wait on
     'empty'). Guaranteed under lazy (MMAs pending at the TMA issue)."""
     _raises(E.SharedMemoryHazard, lambda: mma_reuse(1, "lazy"), "thread 0 (warp 0, lane 0)",
-            "issued a TMA load into A tile", "while MMA M=128 N=128", "still reads those bytes", "'empty' barrier")
+            "issued a TMA load at tests/emu_kernels.py:", "into A tile", "while MMA M=128 N=128", "(issued at tests/emu_kernels.py:",
+            "still reads those bytes", "tcgen05.commit at tests/emu_kernels.py:", "'empty' barrier")
 
 
 def test_hazard_mma_reads_buffer_tma_writes():

@@ -16,12 +16,8 @@ from tests.planted_bugs import BUGS, CONFIGS, POLICIES, SHAPES, PlantedBug, run
 #: bug name -> why its report's first line does not name the defective line (yet), under some order
 GAPS = {
     "v4-commit-from-other-lane": "the TMEM report names the load and the MMA, not the commit of a thread without MMAs",
-    "v4-no-release-wait": "a missing wait: the race names the TMA load and the MMA, not the gap",
-    "v5-refill-before-release-wait": "the race names the refill's load and the MMA, not the moved wait",
     "v5-refill-chunk-off-by-one": "the emulator cannot know which chunk a copy was meant to load",
-    "v7-no-final-store-wait": "the report names the store left reading at exit",
     "v7-release-stage-0": "under eager the producer's skipped wait is reported, not the release's stage index",
-    "v7-store-from-other-lane": "the report names the store left reading at exit, not the lane test",
     "v7-writeback-acc-parity": "a fresh barrier passed at parity 1 is named as the cause only for data barriers",
     "v8-copies-complete-on-own-barrier": "the deadlock names the wait, not the copy that signalled its own CTA",
     "v9-consumer-no-acc-phase-flip": "the stale wait's damage is seen first in the other consumer",

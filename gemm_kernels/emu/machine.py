@@ -24,7 +24,7 @@ from .memory import OFFSET_MASK, RANK_SHIFT, SharedMemory, Tmem
 from .relaxed import settle as settle_relaxed
 from .report import ranges as _ranges
 from .scheduler import Waitable
-from .source import here, site, text
+from .source import here, loop_exit, site, text
 
 
 class EmuThread:
@@ -76,10 +76,12 @@ class EmuThread:
         self.warp.lane_exited(self)
         if self.pending_stores:
             op = self.pending_stores[0]
+            end = loop_exit(op.site)  # where the missing wait belongs: after the loop that issues the stores
             raise MemoryFault(
                 f"{self} exited while {op.description} (at {text(op.site)}) may still read its shared-memory "
                 f"source: the CTA's shared memory is released at exit. Execute cp.async.bulk.wait_group.read 0 "
-                f"(bulk_wait_group_read0) after the last commit_group, before the thread ends.")
+                f"(bulk_wait_group_read0) after the last commit_group, before the thread ends"
+                + (f" (at {end}, after the loop that stores)." if end else "."))
         if self.warp.outstanding_ld and all(t.exited for t in self.warp.threads):
             ld = self.warp.outstanding_ld[0]
             raise TmemHazard(f"{self.warp} ended with the tcgen05.ld of TMEM columns {ld.col0}..{ld.col1 - 1} at "

@@ -286,6 +286,8 @@ class Commit(AsyncOp):
         self.bars = bars
         self.after = after
         self.site = site(1)
+        for m in after:  # (a report of a buffer reused while an MMA reads it names the commit to wait for)
+            m.commit = self
         cta = thread.cta
         if thread.launch.cta_group == 2 and cta.rank ^ 1 < cta.cluster.size:
             self.pair = (cta, cta.cluster.ctas[cta.rank ^ 1])  # the PTX ISA: the peer CTA must not exit first

@@ -9,7 +9,7 @@ from . import costmodel, drain
 from .errors import MemoryFault, SharedMemoryHazard
 from .hb import BULK, TMA
 from .scheduler import AsyncOp
-from .source import site
+from .source import here, site, text
 
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 
@@ -141,10 +141,16 @@ class TmaLoad(AsyncOp):
         self.start, self.end = _engine_time(thread.cta, thread.clock, tmap.box_bytes)
         for other in list(dst_cta.smem_readers):
             if other.reads(dst_cta, self.lo, self.hi):
+                # a missing ordering: the wait belongs in the issuing thread, after the commit that tracks the
+                # MMA and before this load, so the report names both lines
+                commit = getattr(other, "commit", None)
+                signal = (f"the barrier that the MMA's tcgen05.commit at {text(commit.site)} signals" if commit is not None
+                          else "the barrier that the MMA's commit signals")
                 raise SharedMemoryHazard(
-                    f"{thread} issued a TMA load into {dst_cta.smem.name_of(self.lo)} (bytes 0x{self.lo:x}-0x{self.hi:x}) "
-                    f"of CTA {dst_cta.rank_text()} while {other.description} still reads those bytes. Wait for the "
-                    f"barrier that the MMA's commit signals (the stage's 'empty' barrier) before reusing the buffer.")
+                    f"{thread} issued a TMA load at {here()} into {dst_cta.smem.name_of(self.lo)} (bytes "
+                    f"0x{self.lo:x}-0x{self.hi:x}) of CTA {dst_cta.rank_text()} while {other.description} (issued at "
+                    f"{text(other.site)}) still reads those bytes. Wait for {signal} (the stage's 'empty' barrier) "
+                    f"before this load reuses the buffer.")
         dst_cta.smem_writers.append(self)
         # happens-before: the copy may write its bytes at any moment from now until its barrier phase
         # completes, so it is recorded now, as a write by the issuing warp's asynchronous work
