@@ -28,12 +28,14 @@ import os
 import re
 import textwrap
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import schedule
 from .chapters import CHAPTERS
 from .claims_lint import shows  # noqa: F401  (re-exported for the pages' hidden cells)
+from .emu.check_mode import b200_launch
 from .prose_lint import says  # noqa: F401  (re-exported for the pages' hidden cells)
 
 #: The sm_100a opcodes the early chapters teach (nvdisasm spelling).
@@ -247,7 +249,9 @@ def backend():
 def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
     """Run chapter ``chapter`` on the chapter's backend and compare with the numpy reference.
 
-    ``m, n, k``: the shape on the emulator; ``gpu_shape``: the shape on a B200 (default: the same).
+    ``m, n, k``: the shape on the emulator; ``gpu_shape``: the shape on a B200 (default: the same). On
+    the emulator a persistent chapter launches as a B200 does (``check_mode.b200_launch``) unless
+    ``config`` sets its CTA or cluster count.
     Prints which machine ran, the error and the tolerance; raises AssertionError on a mismatch."""
     from .check import TOLERANCE_FORMULA, compare, random_operands, reference, tolerance
 
@@ -255,6 +259,9 @@ def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
     if where == "blackwell" and gpu_shape is not None:
         m, n, k = gpu_shape
     a, b = random_operands(m, n, k, seed=seed)
+    if where == "emulator" and not {"num_ctas", "num_clusters"} & set(config):
+        # a persistent chapter runs at a B200's launch (one tile per CTA at small shapes), as on the chip
+        config = {**(b200_launch(CHAPTERS[chapter].entry) or {}), **config}
     d = CHAPTERS[chapter].entry(a, b, backend=where, **config)
     cmp = compare(d, a, b)
     ref = reference(a, b)
@@ -277,6 +284,7 @@ def run_and_verify(chapter, m, n, k, *, gpu_shape=None, seed=0, **config):
 # ------------------------------------------------------------------------------------------
 
 SHARED_WRITEBACK = "subtiled_writeback"  # the device function of epilogue.py that steps 7-10 call
+SCHEDULE_FUNCTIONS = ("clc_request", "clc_next")  # schedule.py's device functions a variant may edit (step 10)
 
 
 @dataclass
@@ -291,6 +299,7 @@ class Variant:
     first_line: int = 1  # ... whose first line is this line of the kernel's file (reports name these lines)
     helper_edited: str = ""  # the edited source of the shared writeback (epilogue.subtiled_writeback), if edited ...
     helper_first_line: int = 1  # ... whose first line is this line of epilogue.py
+    schedule_edited: dict = field(default_factory=dict)  # schedule.py function name -> (edited source, first line)
 
     def show(self):
         _display_code(self.diff, "diff")
@@ -341,12 +350,17 @@ def variant(chapter, replace):
     helper = module.__dict__.get(SHARED_WRITEBACK)
     helper_src = textwrap.dedent(inspect.getsource(inspect.unwrap(helper.py_func))) if helper is not None else ""
     helper_edited = helper_src
+    # the scheduler's device functions (schedule.py: chapter 10's cluster launch control) the same way
+    sched_src = {fn: textwrap.dedent(inspect.getsource(inspect.unwrap(getattr(schedule, fn).py_func)))
+                 for fn in SCHEDULE_FUNCTIONS} if "schedule" in module.__dict__ else {}
+    sched_edited = dict(sched_src)
     for old, new in replace.items():
-        if old not in edited and old not in helper_edited:
+        if old not in edited and old not in helper_edited and not any(old in v for v in sched_edited.values()):
             where = f"{ch.module}.{name}" + (f" or epilogue.{SHARED_WRITEBACK}" if helper is not None else "")
-            raise ValueError(f"{old!r} does not occur in {where}")
+            raise ValueError(f"{old!r} does not occur in {where}" + (" or schedule.py" if sched_src else ""))
         edited = edited.replace(old, new)
         helper_edited = helper_edited.replace(old, new)
+        sched_edited = {fn: v.replace(old, new) for fn, v in sched_edited.items()}
     diff = "".join(difflib.unified_diff(src.splitlines(keepends=True), edited.splitlines(keepends=True),
                                         fromfile=f"{ch.module}.py (as in the package)",
                                         tofile=f"{ch.module}.py (broken on purpose)", n=2))
@@ -364,6 +378,21 @@ def variant(chapter, replace):
         exec(compile("\n" * (helper_first_line - 1) + helper_edited,  # noqa: S102
                      f"<variant of {_package_path(helper_module.__file__)}>", "exec"), helper_globals)
         module_globals[SHARED_WRITEBACK] = helper_globals[SHARED_WRITEBACK]
+    schedule_edited = {}
+    changed = [fn for fn in sched_src if sched_edited[fn] != sched_src[fn]]
+    if changed:
+        # a copy of the schedule module with the edited functions, seen by this variant's kernel only
+        copy = types.ModuleType(schedule.__name__)
+        copy.__dict__.update(schedule.__dict__)
+        for fn in changed:
+            line = inspect.getsourcelines(getattr(schedule, fn).py_func)[1]
+            diff += "".join(difflib.unified_diff(
+                sched_src[fn].splitlines(keepends=True), sched_edited[fn].splitlines(keepends=True),
+                fromfile="schedule.py (as in the package)", tofile="schedule.py (broken on purpose)", n=2))
+            exec(compile("\n" * (line - 1) + sched_edited[fn],  # noqa: S102
+                         f"<variant of {_package_path(schedule.__file__)}>", "exec"), copy.__dict__)
+            schedule_edited[fn] = (sched_edited[fn], line)
+        module_globals["schedule"] = copy
     code = compile("\n" * (first_line - 1) + edited, f"<variant of {_package_path(module.__file__)}>",
                    "exec")
     exec(code, module_globals)  # noqa: S102
@@ -372,7 +401,7 @@ def variant(chapter, replace):
                                    entry.__closure__)
     new_entry.__kwdefaults__ = entry.__kwdefaults__
     return Variant(chapter, module_globals[name], new_entry, diff, edited, first_line,
-                   helper_edited if helper_edited != helper_src else "", helper_first_line)
+                   helper_edited if helper_edited != helper_src else "", helper_first_line, schedule_edited)
 
 
 # -- numbers beside a timeline (all on the emulator's virtual clock: a model, not a measurement) ------

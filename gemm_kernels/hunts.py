@@ -61,16 +61,16 @@ HUNTS = [
          {"ptx.mbarrier_wait(mma2ld, 0)": "ptx.mbarrier_wait(mma2ld, 1)"},
          "ptx.mbarrier_wait(mma2ld, 1)"),
     # chapter 5
-    Hunt(5, "A", (128, 128, 320), "SharedMemoryHazard",
+    Hunt(5, "A", (128, 128, 320), "ExpectTxMismatch",
          {"                    tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, 2 * TILE_BYTES)\n":
           "                    tma2mma = pipeline.expect_tx(base + TMA2MMA, stage, TILE_BYTES)\n"},
          "pipeline.expect_tx(base + TMA2MMA, stage, TILE_BYTES)"),
-    Hunt(5, "B", (128, 128, 320), "Deadlock",
+    Hunt(5, "B", (128, 128, 320), "StalePhaseWait",
          {"stage, tma_phase = pipeline.advance(stage, tma_phase, DEPTH)":
           "stage, _ = pipeline.advance(stage, tma_phase, DEPTH)"},
          "stage, _ = pipeline.advance(stage, tma_phase, DEPTH)"),
     # chapter 6
-    Hunt(6, "A", (512, 384, 128), "Deadlock",
+    Hunt(6, "A", (512, 384, 128), "StalePhaseWait",
          {"            _, acc_phase = pipeline.advance(0, acc_phase, 1)  # one accumulator: a ring of depth 1\n": ""},
          "_, acc_phase = pipeline.advance(0, acc_phase, 1)", config={"policy": "eager"}),
     Hunt(6, "B", (512, 384, 192), "StalePhaseWait",

@@ -302,6 +302,7 @@ def k_stale(out32, bug):
             ptx.tma_load_2d(base + A_BUF, TMAP_A, kc * 64, 0, bar)
             ptx.mbarrier_wait(bar, phase)
             out32[kc] = smem32[A_BUF // 4]
+            ptx.fence_proxy_async()  # the ordinary load before the next TMA load's write of the buffer (PTX ISA)
             if bug != 1:
                 phase ^= 1
 

@@ -1,4 +1,4 @@
-"""A corpus of planted bugs in the chapter kernels (steps 4-9): the slips a learner makes when
+"""A corpus of planted bugs in the chapter kernels (steps 4-10): the slips a learner makes when
 writing such a kernel, each a ``book_helpers.variant`` edit of the chapter's own kernel, with the
 report the emulator should give and the kernel line it should blame.
 
@@ -28,8 +28,8 @@ from gemm_kernels.exercises import _V5_REFILL, _V5_RELEASE_WAIT
 #: k-blocks, and where the chapter is persistent more tiles per CTA (or cluster) than accumulators, so
 #: that every barrier of the accumulator ring is waited on again
 SHAPES = {4: (128, 128, 192), 5: (128, 128, 320), 6: (384, 256, 192), 7: (256, 256, 192),
-          8: (256, 768, 128), 9: (512, 512, 128)}
-CONFIGS = {7: {"num_ctas": 1}, 8: {"num_clusters": 1}, 9: {"num_clusters": 1}}
+          8: (256, 768, 128), 9: (512, 512, 128), 10: (256, 768, 64)}
+CONFIGS = {7: {"num_ctas": 1}, 8: {"num_clusters": 1}, 9: {"num_clusters": 1}, 10: {"num_clusters": 1}}
 
 #: (policy, seed): the completion orders every bug runs under
 POLICIES = (("eager", 0), ("lazy", 0), ("random", 0), ("random", 1))
@@ -329,6 +329,16 @@ BUGS = [
       ("WaitScopeMismatch",), ("ptx.mbarrier_wait_sleep(pipeline.barrier(base + MMA2LD0, c), acc_phase)",),
       why="step 7's wait kept: in the peer CTA the leader's multicast commit completes this barrier, and a "
           "CTA-scope acquire does not synchronise with another CTA's arrive"),
+    # -- chapter 10: cluster launch control (the scheduler's helpers in schedule.py) -------------------------
+    B("v10-clc-relaxed-wait", 10, "wait",
+      {"pipeline.wait_acquire_cluster(full0, stage, phase)": "pipeline.wait_cluster(full0, stage, phase)"},
+      ("RelaxedWaitNoAcquire",), ("pipeline.wait_cluster(full0, stage, phase)",),
+      why="issue 27's hang: a relaxed wait orders no memory, so the ordinary load of the response may come first"),
+    B("v10-clc-no-proxy-fence", 10, "fence",
+      {"before it\n    ptx.fence_proxy_async()\n": "before it\n"},
+      ("MissingProxyFence",), ("ok, first_x = ptx.clc_query_cancel(",),
+      why="the generic read of a response, then the next try_cancel's async write of the slot, with no "
+          "fence.proxy.async in between"),
 ]
 
 
@@ -368,14 +378,20 @@ def culprit_lines(variant, snippets):
     for snip in snippets:
         i = variant.edited.find(snip)
         j = variant.helper_edited.find(snip)
-        if i < 0 and j < 0:
+        sched = [(src, first) for src, first in variant.schedule_edited.values() if snip in src]
+        if i < 0 and j < 0 and not sched:
             raise ValueError(f"culprit snippet {snip!r} is not in the edited source")
-        lines.append(variant.first_line + variant.edited.count("\n", 0, i) if i >= 0 else
-                     ("epilogue", variant.helper_first_line + variant.helper_edited.count("\n", 0, j)))
+        if i >= 0:
+            lines.append(variant.first_line + variant.edited.count("\n", 0, i))
+        elif j >= 0:
+            lines.append(("epilogue", variant.helper_first_line + variant.helper_edited.count("\n", 0, j)))
+        else:  # a line of an edited scheduler helper (schedule.py, step 10)
+            src, first = sched[0]
+            lines.append(("schedule", first + src.count("\n", 0, src.find(snip))))
     return tuple(lines)
 
 
-_SITE = re.compile(r"(?:<variant of )?gemm_kernels/kernels/(v\d+_\w+|epilogue)\.py>?:(\d+)")
+_SITE = re.compile(r"(?:<variant of )?gemm_kernels/(?:kernels/)?(v\d+_\w+|epilogue|schedule)\.py>?:(\d+)")
 
 
 def names_line(paragraph, module, lines, slack=2, span=12):

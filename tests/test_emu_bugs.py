@@ -199,10 +199,12 @@ def test_stale_phase_wait_lazy():
             "with parity 0", "already consumed", "phase 1")
 
 
-def test_stale_phase_eager_is_a_deadlock():
+def test_stale_phase_eager_hangs_and_is_named_stale():
     """Under eager the second load lands at issue: phase 1 completes, parity 0 now names the NEXT
-    phase and the wait blocks forever: the same bug shows as a Deadlock on tma_bar."""
-    _raises(E.Deadlock, lambda: stale(1, "eager"), "mbarrier tma_bar", "phase 2 (parity 0)", "waiting for parity 0")
+    phase and the wait blocks forever. The hang's root wait skipped phase 1, so the report has the
+    bug's class under every order (StalePhaseWait, issue 27), with the deadlock's chain and dump."""
+    _raises(E.StalePhaseWait, lambda: stale(1, "eager"), "deadlock in cluster 0", "mbarrier tma_bar",
+            "phase 2 (parity 0)", "completed unseen", "waiting for parity 0")
 
 
 @pytest.mark.parametrize("policy,seed", [("random", 1), ("random", 2)])
@@ -269,7 +271,8 @@ def test_hazard_tma_into_buffer_mma_reads():
     """The second chunk's TMA loads go into A/B while chunk 0's MMAs still read them (no wait on
     'empty'). Guaranteed under lazy (MMAs pending at the TMA issue)."""
     _raises(E.SharedMemoryHazard, lambda: mma_reuse(1, "lazy"), "thread 0 (warp 0, lane 0)",
-            "issued a TMA load into A tile", "while MMA M=128 N=128", "still reads those bytes", "'empty' barrier")
+            "issued a TMA load at tests/emu_kernels.py:", "into A tile", "while MMA M=128 N=128", "(issued at tests/emu_kernels.py:",
+            "still reads those bytes", "tcgen05.commit at tests/emu_kernels.py:", "'empty' barrier")
 
 
 def test_hazard_mma_reads_buffer_tma_writes():
@@ -344,7 +347,8 @@ def test_tmem_hazard_mma_while_ld_outstanding(policy):
     tcgen05.wait::ld: the next tile's MMA is issued over columns with loads outstanding. Guaranteed
     under eager and lazy (the race is between threads, not with an async unit)."""
     _raises(E.TmemHazard, lambda: acc_reuse(1, policy), "thread 128 (warp 4, lane 0)",
-            "issued an MMA into TMEM columns 0..127", "has a tcgen05.ld of columns", "outstanding")
+            "issued an MMA at tests/emu_kernels.py:", "into TMEM columns 0..127", "has a tcgen05.ld of columns",
+            "(at tests/emu_kernels.py:", "outstanding")
 
 
 @pytest.mark.parametrize("policy,seed", ALL)
@@ -503,9 +507,9 @@ def test_memory_fault_tma_box_not_16_byte_aligned():
 # ---------------------------------------------------------------------------------------------------
 #: every diagnostic class -> the tests above that provoke it
 CATALOGUE = {
-    "Deadlock": ["test_deadlock_producer_waits_consumer_parity", "test_deadlock_expect_tx_too_many_announced",
-                 "test_stale_phase_eager_is_a_deadlock"],
-    "StalePhaseWait": ["test_stale_phase_wait_lazy", "test_lapped_waiter_is_a_stale_phase_wait"],
+    "Deadlock": ["test_deadlock_producer_waits_consumer_parity", "test_deadlock_expect_tx_too_many_announced"],
+    "StalePhaseWait": ["test_stale_phase_wait_lazy", "test_lapped_waiter_is_a_stale_phase_wait",
+                       "test_stale_phase_eager_hangs_and_is_named_stale"],
     "ArrivalMismatch": ["test_arrival_mismatch_whole_warp_arrives_on_count_1", "test_arrival_mismatch_init_count_zero"],
     "ExpectTxMismatch": ["test_expect_tx_too_many_bytes_arrive"],
     "SharedMemoryHazard": ["test_hazard_tma_into_buffer_mma_reads", "test_hazard_mma_reads_buffer_tma_writes",
@@ -543,6 +547,7 @@ CATALOGUE = {
                        "test_peer_barrier_used_before_its_init_was_published"],
     "WaitScopeMismatch": ["test_cta_scope_wait_on_a_peer_arrival"],
     "MissingWarpSync": ["test_elected_arrive_without_a_warp_barrier"],
+    "RelaxedWaitNoAcquire": ["test_relaxed_wait_then_an_ordinary_load"],
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -831,3 +836,14 @@ def test_catalogue_covers_every_raised_diagnostic():
     for cls, tests in CATALOGUE.items():
         for t in tests:
             assert t in names, f"{cls}: no test {t}"
+
+
+def test_relaxed_wait_then_an_ordinary_load():
+    """A .relaxed wait orders no memory: the load after it of the word another warp published is named
+    (tests/test_emu_memory_model.py has the rule under every order)."""
+    from gemm_kernels.emu.errors import RelaxedWaitNoAcquire
+    from tests.test_emu_memory_model import RELAXED, k_publish
+
+    with pytest.raises(RelaxedWaitNoAcquire, match=r"^the wait at tests/test_emu_memory_model.py:\d+ \(k_publish\) "
+                                                   r"is relaxed"):
+        K.run(k_publish, (np.zeros(32, np.uint32), RELAXED), block=64)

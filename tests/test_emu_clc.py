@@ -12,7 +12,7 @@ from gemm_kernels.emu.errors import UndrainedArrival
 RESP, BAR = 0, 16  # offsets in dynamic shared memory: the 16-byte response, then its mbarrier
 SHARED = 64
 
-OK, ASK_AFTER_FAILURE, EXIT_IN_FLIGHT, READ_EARLY = range(4)
+OK, ASK_AFTER_FAILURE, EXIT_IN_FLIGHT, READ_EARLY, NO_PROXY_FENCE = range(5)
 
 
 def clc_kernel(ran, took, bug):
@@ -40,6 +40,8 @@ def clc_kernel(ran, took, bug):
                 ptx.mbarrier_wait(base + BAR, phase)
             phase ^= uint32(1)
             more, x = ptx.clc_query_cancel(base + RESP)
+            if bug != NO_PROXY_FENCE:
+                ptx.fence_proxy_async()  # the generic read before the next response's async write (PTX ISA)
             if more:
                 took[x] = me + 1
             elif bug == ASK_AFTER_FAILURE:
@@ -47,11 +49,11 @@ def clc_kernel(ran, took, bug):
                 more = uint32(1)  # asks once more after the failed response
 
 
-def run(bug=OK, clusters=6, resident=2, policy="lazy"):
+def run(bug=OK, clusters=6, resident=2, policy="lazy", seed=0):
     ran = np.zeros(clusters, np.uint32)
     took = np.zeros(clusters, np.uint32)
     emu.run(clc_kernel, clusters, 64, (ran, took, bug), shared_bytes=SHARED, resident=resident, policy=policy,
-            names=[("CLC response", RESP, 16), ("clc_full", BAR, 8)])
+            seed=seed, names=[("CLC response", RESP, 16), ("clc_full", BAR, 8)])
     return ran, took
 
 
@@ -61,10 +63,32 @@ def test_cancelled_clusters_never_start(policy):
     assert list(ran[:2]) == [1, 1], "the resident clusters run"
     assert not ran[2:].any(), f"a cancelled cluster started: {ran}"
     assert (took[2:] > 0).all() and not took[:2].any(), f"every waiting cluster taken once: {took}"
-    if policy == "lazy":  # each resident cluster takes the waiting clusters of its own slot
-        assert list(took[2:]) == [1, 2, 1, 2]
-    else:  # the first to ask takes them all
+    if policy == "random":  # the first to ask takes them all
         assert list(took[2:]) == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("policy", ["lazy", "eager"])
+def test_uneven_shares_under_every_policy(policy):
+    """Under lazy and eager too the resident clusters' shares of the waiting ones are uneven (a seeded
+    draw at launch: the same seed gives the same shares), never the static schedule's even split."""
+    shares = []
+    for seed in range(4):
+        _, took = run(clusters=10, policy=policy, seed=seed)
+        assert (took[2:] > 0).all()
+        assert list(took) == list(run(clusters=10, policy=policy, seed=seed)[1]), "the same seed, the same shares"
+        shares.append(tuple(int((took == c).sum()) for c in (1, 2)))
+    assert any(a != b for a, b in shares), f"every seed split the 8 waiting clusters evenly: {shares}"
+    assert len(set(shares)) > 1, f"every seed gave the same shares: {shares}"
+
+
+@pytest.mark.parametrize("policy", ["lazy", "eager", "random"])
+def test_response_read_without_proxy_fence_before_the_next_request(policy):
+    """A generic read of the response, then the next try_cancel's async write of the same bytes, without
+    fence.proxy.async between them: the report names the read."""
+    with pytest.raises(Exception, match=r"fence.proxy.async is missing after the ordinary load at "
+                                        r"tests/test_emu_clc.py:\d+ \(clc_kernel\)") as e:
+        run(NO_PROXY_FENCE, policy=policy)
+    assert type(e.value).__name__ == "MissingProxyFence"
 
 
 def test_without_resident_every_request_fails():

@@ -92,6 +92,15 @@ def main(argv=None):
     print_table("expected class", tally(rows, lambda r: r["expect"][0]))
     print_table("kind of slip", tally(rows, lambda r: r["category"]))
     print_table("chapter", tally(rows, lambda r: f"chapter {r['chapter']}"))
+    # the defect in the chapter's kernel file, or in a shared helper (a culprit line given as (file, line))
+    print_table("defect in", tally(rows, lambda r: "helper" if any(isinstance(c, (list, tuple)) for c in r["lines"])
+                                   else "kernel file"))
+    classes = defaultdict(set)
+    for r in rows:
+        classes[r["bug"]].add(r["kind"])
+    same = sum(len(k) == 1 for k in classes.values())
+    print(f"\nthe same first-line class under every policy: {same} of {len(classes)} bugs; differing: "
+          + ", ".join(f"{b} ({'/'.join(sorted(k))})" for b, k in sorted(classes.items()) if len(k) > 1))
     named = sum(r["kind"] in r["expect"] for r in rows)
     reports = sum(r["kind"] in r["expect"] and r["kind"] not in ("ok", "wrong") for r in rows)
     culprit = sum(r["culprit"] for r in rows if r["kind"] in r["expect"])

@@ -6,6 +6,7 @@ then the damage. Nothing here runs unless a report is being raised."""
 from __future__ import annotations
 
 from .errors import DataRace, SharedMemoryHazard, StalePhaseWait, TmemHazard, UninitializedRead
+from .source import text
 
 _DAMAGE = (SharedMemoryHazard, TmemHazard, DataRace, UninitializedRead)
 
@@ -43,8 +44,6 @@ def explain(thread, exc):
         thread = next(iter(early.values()))
         pe = thread.passed_early
     bar, parity, phase, sid = pe
-    from .source import text
-
     if phase < 0:
         if not (isinstance(exc, (UninitializedRead, SharedMemoryHazard))
                 and (bar.carries_data or bar.name.startswith("tma2"))):

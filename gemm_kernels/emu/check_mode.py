@@ -11,7 +11,10 @@ completes at issue), ``lazy`` (as late as possible) and ``random`` with a few se
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
+
+from ..check import compare, random_operands
 
 from .errors import EmulatorError
 
@@ -28,8 +31,6 @@ def b200_launch(entry):
     a kernel that is not persistent. On the emulator the persistent chapters default to a few CTAs that
     each take several tiles; at the test shapes a B200 gives each CTA one tile, where a bug that balances
     out over many tiles (a release to the wrong stage) shows."""
-    import inspect
-
     params = inspect.signature(entry).parameters
     if "num_clusters" in params:
         return {"num_clusters": B200_SMS // 2}
@@ -154,8 +155,6 @@ def check_entry(entry, a, b, orders=ORDERS, b200=False, **config):
     """Check a host entry (``CHAPTERS[n].entry`` or a variant's ``entry``) on operands a, b. With ``b200``
     a persistent kernel runs every order twice: at the emulator's default launch (a few CTAs, several
     tiles each) and at a B200's (``b200_launch``)."""
-    from ..check import compare
-
     def runner(extra):
         def once(policy, seed):
             d = entry(a, b, backend="emulator", policy=policy, seed=seed, **config, **extra)
@@ -175,8 +174,6 @@ def check_entry(entry, a, b, orders=ORDERS, b200=False, **config):
 def check_variant(variant, m, n, k, orders=ORDERS):
     """For the chapters' "Break it" cells: a planted-bug variant (book_helpers.variant) under every
     order; shows the verdict (each distinct report once) and returns it."""
-    from ..check import random_operands
-
     a, b = random_operands(m, n, k)
     verdict = check_entry(variant.entry, a, b, orders)
     verdict.show()

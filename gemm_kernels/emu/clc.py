@@ -11,12 +11,13 @@ encoding is opaque in the PTX ISA; ours (x, y, z of the first CTA and a flag, fo
 is read only by ``clusterlaunchcontrol.query_cancel``'s twin.
 
 Which waiting cluster a request gets. The emulator runs one cluster at a time, so resident clusters
-cannot race for waiting ones. Its unit hands each requester the next waiting cluster of its own
-slot (the cluster indices that are congruent to its own modulo ``resident``: the SM pair it runs
-on) under the lazy and eager policies, which is where an even race among the resident clusters
-ends on average; under the random policy it hands out the lowest waiting cluster, so the first
-cluster to ask takes all the work and the others' first requests fail (a schedule the chip can
-also produce).
+cannot race for waiting ones; the unit decides the race instead, unevenly under every policy (an even
+share is what a static schedule gives, and a kernel must not rely on it). Under the lazy and eager
+policies each waiting cluster is given, at launch, to a resident cluster drawn from a generator seeded
+with the launch's seed (the same seed gives the same shares), and a requester takes its own clusters
+in order; some resident clusters get several, some none. Under the random policy it hands out the
+lowest waiting cluster, so the first cluster to ask takes all the work and the others' first requests
+fail (a schedule the chip can also produce).
 
 The rules the ISA states, each reported here: no request after the CTA has observed a failed
 response (undefined behaviour); no read of a response before its mbarrier phase completed; and
@@ -26,8 +27,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import costmodel
+from . import relaxed as relaxed_rule
 from .errors import EmulatorError
 from .hb import TMA
+from .memory import RANK_SHIFT
 from .scheduler import AsyncOp
 from .source import site, text
 
@@ -41,7 +44,7 @@ class ClcRuleError(EmulatorError):
 class ClcUnit:
     """The launch's cluster launch control: which clusters wait, which are cancelled."""
 
-    def __init__(self, launch, resident, policy):
+    def __init__(self, launch, resident, policy, seed=0):
         self.launch = launch
         self.clusters = {index: blocks for index, blocks in launch.clusters()}
         self.total = len(self.clusters)
@@ -49,14 +52,16 @@ class ClcUnit:
         self.greedy = policy == "random"
         self.cancelled = set()
         self.started = set()
-        self.slot_next = list(range(self.resident, self.resident + self.resident))
+        # the resident cluster (slot) each waiting cluster goes to, drawn once per launch: uneven shares;
+        # the performance model's timing runs keep the even share (cluster q to slot q mod resident), the
+        # average of the chip's race, which its 1- and 2-tile runs of cluster 0 count on (perf/share.py)
+        draw = (np.arange(self.total) % self.resident if launch.timing
+                else np.random.default_rng(seed).integers(0, self.resident, size=self.total))
+        self.share = [[q for q in range(self.resident, self.total) if draw[q] == s] for s in range(self.resident)]
 
     def starts(self, index):
         """Cluster ``index`` starts (it was resident, or launched when a resident one finished)."""
         self.started.add(index)
-        if index >= self.resident:
-            s = index % self.resident
-            self.slot_next[s] = max(self.slot_next[s], index + self.resident)
 
     def waiting(self, index):
         return index < self.total and index not in self.cancelled and index not in self.started
@@ -66,12 +71,7 @@ class ClcUnit:
         if self.greedy:
             q = next((i for i in range(self.resident, self.total) if self.waiting(i)), None)
         else:
-            s = requester % self.resident
-            q = self.slot_next[s]
-            while q < self.total and not self.waiting(q):
-                q += self.resident
-            self.slot_next[s] = q + self.resident
-            q = q if q < self.total else None
+            q = next((i for i in self.share[requester % self.resident] if self.waiting(i)), None)
         if q is not None:
             self.cancelled.add(q)
         return q
@@ -98,10 +98,14 @@ class ClcRequest(AsyncOp):
 
     def __init__(self, thread, resp_off, bar_off):
         cta = thread.cta
-        if getattr(cta, "clc_failed_seen", False):
+        seen = getattr(cta, "clc_failed_seen", {})
+        if seen:
+            # cite the requesting warp's own read of the failure where it made one (another role's read is
+            # not where the requester's loop went wrong)
+            where = seen.get(thread.warp.index) or next(iter(seen.values()))
             raise ClcRuleError(
                 f"{thread} issued clusterlaunchcontrol.try_cancel at {text(site(2))} after CTA {cta.rank_text()} had "
-                f"observed a failed response (at {text(cta.clc_failed_seen)}): the PTX ISA leaves a request after a "
+                f"observed a failed response (at {text(where)}): the PTX ISA leaves a request after a "
                 f"failed one undefined. Stop requesting once query_cancel.is_canceled reads false.")
         unit = cta.launch.clc
         if unit is None:
@@ -152,10 +156,21 @@ class ClcRequest(AsyncOp):
         return f"the response of clusterlaunchcontrol.try_cancel issued by {self.issuer} at {text(self.site)}"
 
 
+def own_address(thread, resp, resp_cta, bar, bar_cta):
+    """try_cancel's operands are ``.shared::cta`` addresses: the issuing CTA's own shared memory (the
+    multicast then writes the same offsets in every CTA of the cluster). An address with a peer's rank
+    bits (from ``mapa``) is outside the issuing CTA's window: the PTX ISA leaves it undefined."""
+    for name, addr, cta in (("response", resp, resp_cta), ("mbarrier", bar, bar_cta)):
+        if cta is not thread.cta:
+            raise ClcRuleError(
+                f"{thread} issued clusterlaunchcontrol.try_cancel at {text(site(1))} with the {name} address "
+                f"0x{int(addr):x}, which names shared memory of CTA {cta.rank_text()}, not of its own CTA "
+                f"{thread.cta.rank_text()}: try_cancel takes .shared::cta addresses (the multicast writes the same "
+                f"offset in every CTA of the cluster). Pass the issuing CTA's own address, not one from mapa.")
+
+
 def _addr(cta, off):
     """The shared-window address of offset ``off`` in ``cta`` (its rank bits set)."""
-    from .memory import RANK_SHIFT
-
     return (cta.rank << RANK_SHIFT) | off
 
 
@@ -171,6 +186,10 @@ def read_response(thread, resp_addr):
         if op is None:
             state, bar = "no try_cancel has written a response there yet", "its mbarrier"
         else:
+            entry = relaxed_rule.covering(thread.warp.clock, op.slot, op.vc[op.slot]) if inflight is None else None
+            if entry is not None:  # only a relaxed wait stood between the response's write and this read
+                relaxed_rule.report(entry, f"clusterlaunchcontrol.query_cancel by {thread} at {text(site(2))}",
+                                    op.arrival_text())
             state = (f"the response of {op.arrival_text()} "
                      + ("has not landed yet" if inflight is not None else "landed, but no wait on its barrier orders it"))
             bar = op.bars[0].name
@@ -182,5 +201,6 @@ def read_response(thread, resp_addr):
     resp = cta.smem.buffer[off:off + RESPONSE_BYTES].copy()
     ok, x, y, z = decode(resp)
     if not ok:
-        thread.cta.clc_failed_seen = site(2)
+        seen = thread.cta.__dict__.setdefault("clc_failed_seen", {})  # warp index -> its read of the failure
+        seen.setdefault(thread.warp.index, site(2))
     return ok, x, y, z

@@ -258,15 +258,35 @@ def count_cause(cluster):
     return ""
 
 
-def deadlock_cause(cluster, pending):
-    """The root wait (first line) and the chain that led to it (second line), or None when no thread
-    waits on an mbarrier."""
+def skipped_root(cluster, pending):
+    """True when the root wait of the hang skipped a phase (its previous wait on the barrier consumed
+    phase c, it waits for c + 2, and c + 1 completed unseen): a phase bit not flipped. That hang is the
+    order's version of a ``StalePhaseWait`` (another order lets the same wait pass at once on the
+    consumed phase), so it is reported with that class, whichever order the run took."""
+    root = _root(cluster, pending)
+    return root is not None and bool(_skipped(*root))
+
+
+def _waiting(cluster):
+    waiting = {}
+    for cta in cluster.ctas:
+        for t in cta.threads:
+            if not t.exited and t.blocked_on and isinstance(t.blocked_on[0], MBarrier):
+                waiting.setdefault(t.blocked_on[0], []).append(t)
+    return waiting
+
+
+def _root(cluster, pending):
+    """(the root barrier, its waiters) of the wait-for chain, or None."""
+    found = _chain(cluster, pending)
+    return None if found is None else (found[0][-1], _waiting(cluster)[found[0][-1]])
+
+
+def _chain(cluster, pending):
+    """(barriers in the chain, each step's text, how it ended), or None when no thread waits on an mbarrier."""
     cluster_threads = [t for cta in cluster.ctas for t in cta.threads]
     by_key = {t.key: t for t in cluster_threads}
-    waiting = {}
-    for t in cluster_threads:
-        if not t.exited and t.blocked_on and isinstance(t.blocked_on[0], MBarrier):
-            waiting.setdefault(t.blocked_on[0], []).append(t)
+    waiting = _waiting(cluster)
     if not waiting:
         return None
     bar = max(waiting.items(), key=lambda kv: len(kv[1]))[0]
@@ -282,6 +302,16 @@ def deadlock_cause(cluster, pending):
                               "on a fresh barrier, so wait with parity 1, not 0)")
             break
         bar = nxt
+    return seen, steps, end
+
+
+def deadlock_cause(cluster, pending):
+    """The root wait (first line) and the chain that led to it (second line), or None when no thread
+    waits on an mbarrier."""
+    found = _chain(cluster, pending)
+    if found is None:
+        return None
+    seen, steps, end = found
     first = f"deadlock in cluster {cluster.index}: {steps[-1]}."
     if len(steps) == 1:
         return first

@@ -115,3 +115,10 @@ class MissingWarpSync(EmulatorError):
     """One lane arrives on an mbarrier for its warp (after elect.sync) while other lanes of the warp
     issued tcgen05 work (a tcgen05.ld) that no warp barrier orders before the arrive: by the PTX ISA
     elect.sync orders no memory, so the barrier's waiter is not ordered after that work."""
+
+
+class RelaxedWaitNoAcquire(EmulatorError):
+    """An ordinary shared-memory access (or a ``clusterlaunchcontrol.query_cancel`` read) of data that an
+    mbarrier phase publishes, after a ``.relaxed`` wait on that phase: by the PTX memory model a relaxed
+    wait orders no memory, so the load may see the bytes before the phase's writer produced them (ptxas
+    may even hoist it above the wait). Wait with ``.acquire.cta`` or ``.acquire.cluster``."""

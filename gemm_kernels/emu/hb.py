@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .relaxed import settle
+
 MMA, TMA, BULK = "mma", "tma", "bulk"
 TC_READ, TC_WRITE = 1, 2  # kinds of tcgen05 work: tcgen05.ld reads TMEM; MMA, tcgen05.st write it
 TC_DEALLOC = 4  # tcgen05.dealloc: ordered after work of every kind, and issues no work itself
@@ -52,7 +54,7 @@ class Clocks:
 class WarpClock:
     """One warp's vector clock and its counters of asynchronous work."""
 
-    __slots__ = ("aslot", "bslot", "epochs", "last", "slot", "tslot", "vc", "vcm")
+    __slots__ = ("aslot", "bslot", "epochs", "last", "relaxed", "slot", "tslot", "vc", "vcm")
 
     def __init__(self, clocks, index):
         self.vc = clocks.fresh()
@@ -64,6 +66,9 @@ class WarpClock:
         self.vc[index] = 1
         self.last = None  # the clock acquired last (the lanes of a warp acquire the same one in turn)
         self.epochs = {MMA: 0, TMA: 0, BULK: 0}  # operations issued so far, per unit
+        # phases a .relaxed wait of the warp observed, not acquired (relaxed.py): (thread, SyncPoint, barrier,
+        # phase, site of the wait); they join the clock only at a point that orders them (relaxed.settle)
+        self.relaxed = []
 
     @property
     def epoch(self):
@@ -89,6 +94,8 @@ class WarpClock:
         """The clock of a new asynchronous operation on ``unit`` (MMA, TMA or BULK) issued now: it knows
         what the warp knows, and its own completion is a new epoch of the unit's slot. Returns
         (slot, vc)."""
+        if self.relaxed:  # the issue orders what a relaxed wait observed (relaxed.py)
+            settle(self)
         vc = self.vc.copy()
         slot = {MMA: self.aslot, TMA: self.tslot, BULK: self.bslot}[unit]
         self.epochs[unit] += 1
@@ -98,6 +105,8 @@ class WarpClock:
 
     def async_so_far(self):
         """The clock of a tcgen05.commit issued now: it covers every earlier MMA of the warp."""
+        if self.relaxed:
+            settle(self)
         vc = self.vc.copy()
         vc[self.aslot] = self.epochs[MMA]
         self._after_issue()

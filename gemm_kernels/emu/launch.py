@@ -9,8 +9,9 @@ import numpy as np
 
 from ..trace import Trace
 from . import context, costmodel
-from .deadlock import count_cause, deadlock_cause
-from .errors import ArrivalMismatch, CtaGroupMix
+from .clc import ClcUnit
+from .deadlock import count_cause, deadlock_cause, skipped_root
+from .errors import ArrivalMismatch, CtaGroupMix, StalePhaseWait
 from .machine import Cluster, _ranges
 from .memory import GlobalView
 from .rebind import kernel_function
@@ -74,6 +75,8 @@ class Launch:
         low = count_cause(cluster)
         if low:
             return ArrivalMismatch(low + " (The kernel then hung: " + self._deadlock_text(cluster).split("\n")[0] + ")")
+        if skipped_root(cluster, self.scheduler.pending):  # a phase bit not flipped: the class of its cause
+            return StalePhaseWait(self._deadlock_text(cluster))
         return self._deadlock_text(cluster)
 
     def _deadlock_text(self, cluster):
@@ -199,9 +202,7 @@ def run(kernel, grid, block, args, *, cluster=(1, 1, 1), shared_bytes=0, policy=
     if tensor_maps:
         launch.tensor_maps.update(tensor_maps)
     if resident is not None:
-        from .clc import ClcUnit
-
-        launch.clc = ClcUnit(launch, resident, policy)
+        launch.clc = ClcUnit(launch, resident, policy, seed)
     fn = kernel_function(kernel)
     args = tuple(a.view(GlobalView) if isinstance(a, np.ndarray) else a for a in args)
     nthreads = launch.block[0] * launch.block[1] * launch.block[2]

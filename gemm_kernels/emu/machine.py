@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..trace import Event
 from . import costmodel, drain
 from .context import current_thread
 from .errors import (
@@ -20,24 +21,10 @@ from .errors import (
 from .hb import TC_READ, TC_WRITE, Clocks, SyncPoint, WarpClock, tc_conflict
 from .mbarrier import MBarrier
 from .memory import OFFSET_MASK, RANK_SHIFT, SharedMemory, Tmem
+from .relaxed import settle as settle_relaxed
+from .report import ranges as _ranges
 from .scheduler import Waitable
-from .source import here, site, text
-
-
-def _ranges(ids):
-    ids = sorted(ids)
-    out, start, prev = [], None, None
-    for i in ids:
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
-            prev = i
-        else:
-            out.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = prev = i
-    if start is not None:
-        out.append(f"{start}" if start == prev else f"{start}-{prev}")
-    return ",".join(out)
+from .source import here, loop_exit, site, text
 
 
 class EmuThread:
@@ -89,10 +76,12 @@ class EmuThread:
         self.warp.lane_exited(self)
         if self.pending_stores:
             op = self.pending_stores[0]
+            end = loop_exit(op.site)  # where the missing wait belongs: after the loop that issues the stores
             raise MemoryFault(
                 f"{self} exited while {op.description} (at {text(op.site)}) may still read its shared-memory "
                 f"source: the CTA's shared memory is released at exit. Execute cp.async.bulk.wait_group.read 0 "
-                f"(bulk_wait_group_read0) after the last commit_group, before the thread ends.")
+                f"(bulk_wait_group_read0) after the last commit_group, before the thread ends"
+                + (f" (at {end}, after the loop that stores)." if end else "."))
         if self.warp.outstanding_ld and all(t.exited for t in self.warp.threads):
             ld = self.warp.outstanding_ld[0]
             raise TmemHazard(f"{self.warp} ended with the tcgen05.ld of TMEM columns {ld.col0}..{ld.col1 - 1} at "
@@ -109,14 +98,15 @@ class EmuThread:
         self.tc_since_sync = 0
         return self.warp.clock.release(into)
 
-    def acquire(self, vc, sync=None, carries_tc=0, unfenced=None):
+    def acquire(self, vc, sync=None, carries_tc=0, unfenced=None, at=None):
         """Acquire ``vc``; ``sync()`` names the synchronisation for tcgen05-fence reports, ``carries_tc``
-        the kinds of tcgen05 work behind it, ``unfenced`` such work without fence::before_thread_sync."""
+        the kinds of tcgen05 work behind it, ``unfenced`` such work without fence::before_thread_sync;
+        ``at``: the site of the synchronisation (default: the running kernel line)."""
         self.warp.clock.acquire(vc)
         if carries_tc:
             prev = self.tc_after
             name = sync()
-            self.tc_after = (name, site(2), carries_tc | (prev[2] if prev else 0))
+            self.tc_after = (name, site(2) if at is None else at, carries_tc | (prev[2] if prev else 0))
             if carries_tc & (TC_READ | TC_WRITE):
                 # the latest synchronisation decides (an earlier unfenced one may since be covered by a fenced one)
                 self.tc_before_src = (unfenced, name) if unfenced is not None else None
@@ -207,6 +197,7 @@ class EmuThread:
         if before:
             self.tc_unfenced = None
         else:
+            settle_relaxed(self.warp.clock)  # the ISA's form after a relaxed wait (relaxed.py)
             self.tc_after = None
         self.advance()
 
@@ -337,8 +328,6 @@ def trace_sync(thread, op, start, name, threads):
     trace's ``syncs`` (not its events: the timelines draw what they drew before)."""
     tr = thread.launch.trace
     if tr is not None and thread.lane == 0:
-        from ..trace import Event
-
         tr.syncs.append(Event(lane=thread.warp_role(), op=op, start=costmodel.cycles_to_ns(start),
                               end=costmodel.cycles_to_ns(thread.clock), cta=thread.cta.linear,
                               warp=thread.warp.index, detail=name, extra={"threads": int(threads)}))
@@ -384,6 +373,7 @@ class NamedBarrier(Waitable):
         lanes, joined = pend
         lanes.append(thread)
         self.clock = max(self.clock, thread.clock)
+        settle_relaxed(thread.warp.clock)  # bar.sync orders what a relaxed wait observed (relaxed.py)
         self.sp.release(thread)
         self._maybe_join(w)
         start = thread.clock
@@ -595,6 +585,9 @@ class Cluster(Waitable):
         self.size = len(cta_blocks)
         self.warps_per_cta = -(-nthreads // 32)
         self.clocks = Clocks(self.size, self.warps_per_cta)
+        # per warp slot: its epoch right after its last fence.proxy.async (memory.py: a generic access of an
+        # earlier epoch is not fenced against a later async-proxy write of the same bytes)
+        self.proxy_fence_ep = np.zeros(self.clocks.nwarps, dtype=np.int32)
         self.ctas = [CTA(self, r, b, nthreads, dynamic_bytes) for r, b in enumerate(cta_blocks)]
         self.bar_sp = SyncPoint()
         self.bar_released = {}
@@ -608,6 +601,7 @@ class Cluster(Waitable):
             raise EmulatorError(f"{thread} arrived twice on the cluster barrier without waiting in between")
         thread.cluster_arrived_gen = self.bar_generation
         trace_sync(thread, "cluster.arrive", thread.clock, "cluster barrier", self.live)
+        settle_relaxed(thread.warp.clock)
         self.bar_sp.release(thread)
         self.bar_arrived += 1
         self.bar_clock = max(self.bar_clock, thread.clock)

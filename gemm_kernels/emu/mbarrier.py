@@ -14,10 +14,15 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import numpy as np
+
 from . import cause, drain
-from .errors import ArrivalMismatch, ExpectTxMismatch, StalePhaseWait, WaitScopeMismatch
+from . import relaxed as relaxed_rule
+from .errors import ArrivalMismatch, ExpectTxMismatch, MemoryFault, StalePhaseWait, WaitScopeMismatch
 from .hb import SyncPoint
+from .report import ranges as _ranges
 from .scheduler import Waitable
+from .source import here, site, site_of_frame, text
 
 MAX_COUNT = (1 << 20) - 1
 KEEP_PHASES = 8  # completed phases whose synchronisation is kept (a late thread acquires the one it saw)
@@ -45,8 +50,6 @@ def _observe(bar, what, cycles, value):
 
 
 def _blocked_site(thread):
-    from .source import site_of_frame
-
     f = getattr(thread.greenlet, "gr_frame", None)
     return site_of_frame(f) if f is not None else 0
 
@@ -91,6 +94,7 @@ class MBarrier(Waitable):
         self.done_remote = {}  # phase index -> that, for the last few completed phases
         self.history = []  # the arrivals (threads, or issuers of async work) of the last few phases
         self.carries_data = False  # copies complete bytes on it (expect_tx): a 'full' barrier (cause.py)
+        self.announced = {}  # thread key -> the phase of its latest expect_tx (copy_after_its_phase)
         self.init_site = 0  # the kernel line of the mbarrier.init (set by the CTA, for reports)
         # the exit rule (drain.py): the latest asynchronous arrival, and who waited past it
         self.async_phase = -1  # the phase it landed in
@@ -103,9 +107,6 @@ class MBarrier(Waitable):
         """The asynchronous units and the other CTAs of the cluster see an mbarrier's initialisation
         only after fence.mbarrier_init (PTX ISA: mbarrier.init is a generic-proxy write)."""
         if not self.fenced:
-            from .errors import MemoryFault
-            from .source import here
-
             raise MemoryFault(
                 f"{user} at {here()} uses mbarrier {self.name} of CTA {self.cta.rank_text()}, but {self.init_by} "
                 f"initialised it without fence.mbarrier_init afterwards: the TMA unit, the tensor core and the "
@@ -116,7 +117,6 @@ class MBarrier(Waitable):
     def signal_from(self, thread):
         """``thread`` issued an arrival or asynchronous work that will complete on this barrier (at the
         kernel line a deadlock report names, when that thread was expected to signal another barrier)."""
-        from .source import site
 
         self.signalled[thread.key] = self.completed
         self.signal_site[thread.key] = site(1)
@@ -129,15 +129,11 @@ class MBarrier(Waitable):
             if thread.warp.tc_lanes:
                 unordered = thread.unordered_lanes()
                 if unordered is not None:
-                    from .source import site
-
                     self.unordered.append((thread, site(2), *unordered))
             self.sp.release(thread)
             if self.one_each:
                 self._check_second_arrival(thread, count)
             if self.remote is None and thread.cta is not self.cta:
-                from .source import site
-
                 self.remote = (thread, site(2))
         else:
             self.sp.release_async(async_vc, tcgen05)
@@ -147,8 +143,6 @@ class MBarrier(Waitable):
                 self.remote = (f"the tcgen05.commit issued by {thread}", op.site)
         self.pending -= count
         if self.pending < 0:
-            from .source import here, text
-
             where = op.description if async_vc is not None and op is not None else f"{thread} at {here()}"
             raise ArrivalMismatch(
                 f"mbarrier {self.name} [CTA {self.cta.rank_text()}] (phase {self.completed}): "
@@ -176,8 +170,6 @@ class MBarrier(Waitable):
         if count != 1:
             return
         if thread in self.arrived_threads:
-            from .source import here
-
             raise ArrivalMismatch(
                 f"{thread} arrived on mbarrier {self.name} [CTA {self.cta.rank_text()}] a second time in phase "
                 f"{self.completed} at {here()}; its last phase was completed by one arrival from each of "
@@ -196,8 +188,6 @@ class MBarrier(Waitable):
         prev = self.last_completer
         if (prev is not None and prev[0] is thread.warp
                 and prev[2] == self.completed - 1 and prev[3] == self.waits):
-            from .source import here
-
             if prev[1] != thread.lane:
                 raise ArrivalMismatch(
                     f"mbarrier {self.name} [CTA {self.cta.rank_text()}] expects {self.expected} arrival(s) per "
@@ -217,6 +207,7 @@ class MBarrier(Waitable):
         self.phase_time = max(self.phase_time, at)
         if thread is not None:
             self.expect_sites.append((thread, site, nbytes))
+            self.announced[thread.key] = self.completed
 
     def _async_arrival(self, op):
         """``op``'s arrival lands in the current phase: from now on only a wait on this phase or a later
@@ -230,6 +221,9 @@ class MBarrier(Waitable):
     def complete_tx(self, nbytes, source, at=0.0, vc=None, op=None):
         if OBSERVERS:
             _observe(self, "complete_tx", at, nbytes)
+        phase = getattr(op, "phase", None)
+        if phase is not None and phase < self.completed:
+            self._landed_late(op)
         self.tx -= nbytes
         self.phase_time = max(self.phase_time, at)
         self.sp.release_async(vc, smem=True)
@@ -244,10 +238,40 @@ class MBarrier(Waitable):
                 f"deliver (or signal each copy on its own stage's barrier).")
         self._maybe_complete()
 
+    def copy_after_its_phase(self, thread, op):
+        """``thread`` issues TMA load ``op`` signalling this barrier, having announced bytes only in an earlier
+        phase that has completed: that phase completed without this copy's bytes (too few announced), and
+        they count against the current one. Raises ExpectTxMismatch."""
+        last = self.announced.get(thread.key)
+        if last is None or last >= self.completed or any(t is thread for t, _, _ in self.expect_sites):
+            return
+
+        sites = getattr(self, "last_expect", []) if last == self.completed - 1 else None
+        raise ExpectTxMismatch(
+            f"mbarrier {self.name} [CTA {self.cta.rank_text()}] completed phase {last} before {thread} issued "
+            f"{op.description} at {here()}, although {thread} announced that phase's bytes "
+            f"({self.announcements(sites) if sites is not None else 'its expect_tx'}): the bytes announced are fewer "
+            f"than its copies deliver, so this copy counts against phase {self.completed} and whoever waited for "
+            f"phase {last} read the buffer before the copy wrote it. Announce every byte that completes on the "
+            f"barrier.")
+
+    def _landed_late(self, op):
+        """A TMA load issued in phase ``op.phase`` lands after that phase completed: the phase was announced
+        fewer bytes than its copies deliver (whatever the order: a copy still in flight at the wait is
+        ``completed_early``'s report; one that lands later counts its bytes against the next phase, and
+        the wait for its own phase released the reader before the write)."""
+        sites = getattr(self, "last_expect", []) if op.phase == self.completed - 1 else None
+        raise ExpectTxMismatch(
+            f"mbarrier {self.name} [CTA {self.cta.rank_text()}] completed phase {op.phase} before {op.description} "
+            f"landed, although that copy completes on it: the bytes announced for the phase "
+            f"({self.announcements(sites) if sites is not None else 'see its expect_tx'}) are fewer than its copies "
+            f"deliver, so its {op.tmap.box_bytes} bytes count against phase {self.completed} and whoever waited for "
+            f"phase {op.phase} read the buffer before the copy wrote it. Announce every byte that completes on the "
+            f"barrier.")
+
     def announcements(self, sites=None):
         """This phase's expect_tx announcements (or those of ``sites``), for reports: "N B by <thread> at
         <line>; ..." or "none"."""
-        from .source import text
 
         sites = self.expect_sites if sites is None else sites
         return "; ".join(f"{n} B by {t} at {text(sid)}" for t, sid, n in sites) or "none"
@@ -257,7 +281,6 @@ class MBarrier(Waitable):
         barrier, still in flight) finds that phase already complete: it was announced too few bytes."""
         if copy.phase >= self.completed:
             return None
-        from .source import here
 
         return ExpectTxMismatch(
             f"mbarrier {self.name} [CTA {self.cta.rank_text()}] completed phase {copy.phase} before {copy.description} "
@@ -309,9 +332,10 @@ class MBarrier(Waitable):
         before it (true)."""
         return (parity & 1) != (self.completed & 1)
 
-    def consume(self, thread, parity, cluster_scope=True, observed=None):
+    def consume(self, thread, parity, cluster_scope=True, observed=None, relaxed=False):
         """Book-keeping after a successful wait; raises on a stale phase, and on a CTA-scope wait
-        (``cluster_scope`` false) for a phase that a thread of another CTA arrived on. ``observed``: the
+        (``cluster_scope`` false) for a phase that a thread of another CTA arrived on. A ``relaxed`` wait
+        acquires nothing: its phase is kept for a later ordering point (relaxed.py). ``observed``: the
         number of completed phases when the wait saw its phase complete (a thread woken by phase p's
         completion acquires phase p, even if later phases completed before it ran again)."""
         # the phase the hardware reported complete to this thread (-1: before init)
@@ -326,8 +350,6 @@ class MBarrier(Waitable):
         # later phase of this barrier (so it is waiting for its own work, which is not done yet).
         # Re-waiting a consumed phase with nothing new in flight is harmless and not reported.
         if phase >= 0 and last is not None and last >= phase and self.signalled.get(key, -1) > phase:
-            from .source import here
-
             raise StalePhaseWait(
                 f"{thread} waited on mbarrier {self.name} with parity {parity} at {here()}; the barrier's last "
                 f"completed phase is {phase} (parity {phase & 1}), which this thread had already "
@@ -337,7 +359,6 @@ class MBarrier(Waitable):
         # Skipped: counting this thread's waits in order, the phase it waits for is two or more phases
         # behind the barrier; the parity names that phase too, so the chip may release it there.
         if last is not None and last >= phase or phase < 0:  # passed at once (see cause.py)
-            from .source import site
 
             cause.passed_early(thread, self, parity, phase, site(1))
         elif thread.passed_early is not None:
@@ -345,8 +366,6 @@ class MBarrier(Waitable):
         wslot = thread.warp.clock.slot
         meant = self._next_meant(key, parity, wslot, thread.collectives_seen)
         if phase >= meant + 2:
-            from .source import here
-
             low = self.count_too_low(thread, phase)
             if low:
                 raise ArrivalMismatch(low)
@@ -368,13 +387,14 @@ class MBarrier(Waitable):
         if phase >= 0:
             sp = self.done_sp.get(phase)
             if sp is not None:
-                if sp.tc:  # (the name is built only where a tcgen05-fence report may need it)
+                if relaxed:
+                    relaxed_rule.observe(thread, self, phase, sp, site(1))
+                elif sp.tc:  # (the name is built only where a tcgen05-fence report may need it)
                     sp.acquire(thread, lambda: f"the wait on mbarrier {self.name} (phase {phase})")
                 else:
                     thread.warp.clock.acquire(sp.vc)
         self.meant[key] = meant
         if key not in self.wait_sites:  # (the first is enough: a ring's waits sit on one line of a loop)
-            from .source import site
 
             self.wait_sites[key] = (thread, site(1))
         pos = self.warp_meant.get(wslot)
@@ -384,8 +404,6 @@ class MBarrier(Waitable):
         return self.completion_time.get(phase, 0.0)
 
     def _narrow_scope(self, thread, parity, phase, arriver, sid):
-        from .source import here, text
-
         raise WaitScopeMismatch(
             f"{thread} waited at {here()} with CTA scope (try_wait.parity, whose default is .acquire.cta) on "
             f"mbarrier {self.name} [CTA {self.cta.rank_text()}], parity {parity}; phase {phase}, the phase it "
@@ -407,8 +425,6 @@ class MBarrier(Waitable):
         arrivals = [t for arr in self.history[len(self.history) - (phase - prev):] for t in arr]
         if len(set(arrivals)) != len(arrivals) or len(arrivals) < 2:
             return ""
-        from .machine import _ranges
-        from .source import here, text
 
         warps = list(dict.fromkeys(t.warp for t in arrivals))
         by_cta = {}
@@ -469,7 +485,6 @@ def readers_outnumber_count(mma, cta, thread, reader_slot, reader_site, col, hit
     that only accumulator readers arrived on, that phase completed without the unordered reader's warp
     and without any warp of its lane quarter, and more warps read the accumulator (in every CTA the MMA writes) than the barrier counts. Then the
     phase completed before all the readers were done: the report leads with the init's count. Else ''."""
-    import numpy as np
 
     cols = slice(mma.d_col, mma.d_col + mma.n)
     readers = set()
@@ -490,8 +505,6 @@ def readers_outnumber_count(mma, cta, thread, reader_slot, reader_site, col, hit
         # quarter, the reader is a second warp on those lanes (a wrong offset), not a missing arrival
         if (cta, hit_quarter) in {(t.cta, t.warp.index % 4) for t in arrivers}:
             continue
-        from .machine import _ranges
-        from .source import text
 
         def warps(slots):
             by_cta = {}

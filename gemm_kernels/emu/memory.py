@@ -14,9 +14,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import relaxed as relaxed_rule
 from . import source as _source
 from .context import current_thread as _current_thread
-from .errors import MemoryFault, MissingProxyFence, TmemLifecycleError
+from .costmodel import of
+from .errors import (
+    DataRace,
+    MemoryFault,
+    MissingProxyFence,
+    SharedMemoryHazard,
+    TmemLifecycleError,
+    UninitializedRead,
+)
 from .hb import first_unordered
 
 #: B200 per-block opt-in shared memory (PTX facts sheet, CUTLASS sm100_smem_capacity_bytes).
@@ -232,11 +241,9 @@ class SharedMemory:
         return f"; the last named region is {name} [0x{off:x}, 0x{off + size:x})"
 
     def bounds_fault(self, view, key, how):
-        from .source import text
-
         n = view.shape[0] if view.ndim else 1
         raise MemoryFault(
-            f"{how} of shared-memory index {key!r} at {text(_site(2))}: the view has {n} elements of "
+            f"{how} of shared-memory index {key!r} at {_text(_site(2))}: the view has {n} elements of "
             f"{view.itemsize} B ({view.nbytes} B from 0x{view._base:x}), and this launch has {self.dynamic_bytes} "
             f"bytes of dynamic shared memory{self._near(view._base)}. On the chip the access lands outside "
             f"the CTA's allocation (an illegal-address fault, or another buffer's bytes).")
@@ -328,6 +335,7 @@ class SharedMemory:
             rid = self.rid[addrs]
             if rid.min() != rid.max():
                 self.crossing_fault(int(addrs.min()), int(addrs.max()) + 1, what)
+            self._generic_then_async(addrs, sid, what)
             self.w_who[addrs] = slot
             self.w_ep[addrs] = ep
             self.w_site[addrs] = sid
@@ -356,19 +364,21 @@ class SharedMemory:
             f"and runs into {b}. A region of the shared-memory plan is too small, or an offset or stride is wrong.")
 
     def uninit_fault(self, b, what):
-        from .errors import UninitializedRead
-
         raise UninitializedRead(
             f"{what} reads shared byte 0x{b:x} ({self.name_of(b)}) of CTA {self.cta.rank_text()}, which nothing "
             f"wrote before: fresh shared memory holds whatever the previous kernel left there. Write it (or "
             f"wait for the TMA that fills it) before reading it.")
 
     def race(self, b, write, slot, sid, other, other_ep, other_sid, other_wrote, what=None):
-        from .errors import DataRace, SharedMemoryHazard
-
         cl = self.cta.cluster
         me = what or f"{'store' if write else 'load'} by {cl.slot_text(slot)}"
         them = f"{'write' if other_wrote else 'read'} by {cl.slot_text(other)} at {_text(other_sid)}"
+        if what is None and cl.is_warp_slot(slot):
+            t = _current_thread()
+            entry = relaxed_rule.covering(t.warp.clock, other, other_ep) if t is not None else None
+            if entry is not None:  # only a relaxed wait stood between them (relaxed.py)
+                relaxed_rule.report(entry, f"the ordinary {'store' if write else 'load'} by {t} at {_text(sid)} "
+                                           f"({self.name_of(b)})", f"the {them}")
         msg = (f"{me} at {_text(sid)} and the {them} touch shared byte 0x{b:x} ({self.name_of(b)}) of CTA "
                f"{self.cta.rank_text()}, and nothing orders them: no mbarrier phase, named barrier, cluster barrier "
                f"or bulk-group wait lies between them, so on the chip either may come first. Make the second wait "
@@ -391,9 +401,40 @@ class SharedMemory:
         self.buffer[addrs] = data
         self.dirty[addrs] = 0
 
+    def _generic_then_async(self, addrs, sid, what):
+        """An async-proxy write (a TMA load, a try_cancel response) of byte offsets ``addrs``, ordered after
+        the last ordinary load or store of each byte (the race check came first): the PTX ISA orders a
+        generic-proxy access before a later async-proxy access of the same bytes only through
+        fence.proxy.async by the accessing thread, after its access and before the synchronisation that
+        lets the async work go. A MissingProxyFence naming that access when its warp has not fenced since."""
+        fenced = self.cta.cluster.proxy_fence_ep
+        nwarps = len(fenced)
+        for who, eps, sites, how in ((self.r_who, self.r_ep, self.r_site, "load"),
+                                     (self.w_who, self.w_ep, self.w_site, "store")):
+            ww = who[addrs]
+            warp = (ww >= 0) & (ww < nwarps)
+            if not warp.any():
+                continue
+            bad = warp & (eps[addrs] >= fenced[np.where(warp, ww, 0)])
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                b = int(addrs[i])
+                cl = self.cta.cluster
+                raise MissingProxyFence(
+                    f"fence.proxy.async is missing after the ordinary {how} at {_text(int(sites[b]))} by "
+                    f"{cl.slot_text(int(ww[i]))}, before the synchronisation that lets {what} (issued at "
+                    f"{_text(sid)}) overwrite its bytes: byte 0x{b:x} ({self.name_of(b)}) of CTA "
+                    f"{self.cta.rank_text()} is written through the async proxy, which is ordered after an ordinary "
+                    f"access of the same bytes only by that fence (a barrier alone orders the generic proxy). Add "
+                    f"ptx.fence_proxy_async() after the {how}, before the arrive that hands the bytes back.")
+
     def fence_proxy_async(self, thread):
         """Only the ranges this thread stored to since its last fence are visited (a scan of all of
-        shared memory per fence dominated the epilogues' time)."""
+        shared memory per fence dominated the epilogues' time). The warp's accesses so far are fenced
+        against later async-proxy writes: its epoch moves on, and the new one is the fence's."""
+        clock = thread.warp.clock
+        clock.vc[clock.slot] += 1
+        self.cta.cluster.proxy_fence_ep[clock.slot] = clock.vc[clock.slot]
         d, mark = self.dirty, thread.tid + 1
         for lo, hi in thread.unfenced:
             seg = d[lo:hi]
@@ -405,6 +446,8 @@ class SharedMemory:
         a MissingProxyFence, but only where the store is ordered before the reading unit, issued by
         ``thread``: a store that nothing orders lacks a barrier, which the race check that follows
         reports, naming both lines (a fence there would not help)."""
+        if thread is not None and thread.warp.clock.relaxed:  # the issue orders a relaxed wait's phase
+            relaxed_rule.settle(thread.warp.clock)
         d = self.dirty[lo:hi]
         if d.any():
             nz = np.flatnonzero(d)
@@ -547,8 +590,6 @@ def _charge(arr, key, load):
     t = _current_thread()
     if t is None:
         return
-    from .costmodel import of
-
     costs = of(t)
 
     n = 1

@@ -17,6 +17,7 @@ from numba.cuda.extending import _Intrinsic
 from ..rebinding import FunctionRebinder
 from ..rebinding import is_dispatcher as _is_dispatcher
 from .cuda_surface import EmuCuda
+from .source import mark_helper
 
 _EMU_CUDA = EmuCuda()
 
@@ -39,6 +40,8 @@ class _ModuleProxy:
 
 
 class _EmulatorRebinder(FunctionRebinder):
+    kernel_file = None  # the file of the kernel being rebound (its own device functions are kernel code)
+
     def value(self, obj):
         if obj is _numba_cuda:
             return _EMU_CUDA
@@ -46,6 +49,9 @@ class _EmulatorRebinder(FunctionRebinder):
             tw = getattr(obj, "twin", None)
             return tw if tw is not None else _missing_twin(obj)
         if _is_dispatcher(obj):
+            code = obj.py_func.__code__
+            if code.co_filename != self.kernel_file:  # a device function of another module: a shared helper
+                mark_helper(code)
             return self.function(obj.py_func)
         if isinstance(obj, pytypes.FunctionType):
             if obj.__module__ and obj.__module__.startswith(("numpy", "numba")):
@@ -74,4 +80,5 @@ def emulate_function(fn):
 def kernel_function(kernel):
     """The emulated Python function of a ``cuda.jit`` kernel (or of a plain Python function)."""
     fn = kernel.py_func if _is_dispatcher(kernel) else kernel
+    _REBINDER.kernel_file = fn.__code__.co_filename
     return emulate_function(fn)

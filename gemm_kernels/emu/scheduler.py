@@ -15,11 +15,14 @@ A deadlock is detected exactly: no thread can run and no queued work can complet
 from __future__ import annotations
 
 import random as _random
+import traceback
 from collections import deque
 
 import greenlet
 
-from .errors import Deadlock, EmulatorError
+from . import source
+from .cause import explain
+from .errors import Deadlock, EmulatorError, MemoryFault
 
 POLICIES = ("eager", "lazy", "random")
 
@@ -71,11 +74,6 @@ class AsyncOp:
 def _out_of_bounds(thread, exc):
     """The MemoryFault for a numpy IndexError raised by kernel code (a global or local array indexed
     out of range), naming the innermost kernel line of the traceback."""
-    import traceback
-
-    from . import source
-    from .errors import MemoryFault
-
     where = "the kernel"
     for frame, line in traceback.walk_tb(exc.__traceback__):
         if not source._is_internal(frame.f_code):
@@ -110,8 +108,6 @@ class Scheduler:
             except BaseException as exc:
                 thread.exited = True
                 self.live -= 1
-                from .cause import explain  # (only on the way out with a report: the damage of an early wait?)
-
                 cause = explain(thread, exc)
                 if cause is not exc:
                     raise cause from exc

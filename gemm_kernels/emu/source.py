@@ -1,12 +1,14 @@
-"""Where in the kernel source an operation runs: ``module:line`` of the innermost frame that is not
-the emulator's, a PTX twin's or numpy's. Reports name these sites so that a learner can go to the
-line. An operation issued inside one of the package's shared device helpers (the ring vocabulary of
-``pipeline.py``, the epilogue, the TMEM lifecycle) is named by the kernel line that called the helper,
-with the helper's line after it: ``kernels/v7_warp_specialized.py:120 (gemm_v7_kernel), in
-pipeline.py:74 (wait)``. A site is interned to a small int, so that shadow memory can keep one per
-byte cheaply."""
+"""Where in the kernel source an operation runs: its source stack, limited to kernel code, like a Python
+traceback. Reports name these sites so that a learner can go to the line. An operation issued inside
+the package's shared device helpers is named by the kernel line that called the outermost helper, then
+each helper line down to the PTX wrapper: ``kernels/v10_any_shape.py:213 (gemm_v10_kernel), in
+schedule.py:79 (clc_next), in pipeline.py:75 (wait_cluster)``. Which code is a helper is derived, not
+listed: every device function that a kernel reaches through the emulator's rebinding and that lives
+outside the kernel's own file (``mark_helper``, called by ``rebind.py``). A site is interned to a small
+int, so that shadow memory can keep one per byte cheaply."""
 from __future__ import annotations
 
+import dis
 import os
 import sys
 
@@ -15,9 +17,6 @@ _PKG = os.path.dirname(_HERE)
 _INTERNAL = (_HERE + os.sep, os.path.join(_PKG, "ptx") + os.sep, os.path.join(_PKG, "rebinding.py"),
              os.path.dirname(os.path.abspath(os.__file__)))
 _ROOT = os.path.dirname(_PKG)
-# the shared device helpers a kernel calls: a report names the kernel's calling line first
-_HELPERS = tuple(os.path.join(_PKG, *p) for p in (("pipeline.py",), ("kernels", "epilogue.py"),
-                                                   ("kernels", "tmem_lifecycle.py"), ("kernels", "tile_copy.py")))
 
 _KERNELS = os.path.join(_PKG, "kernels") + os.sep
 _HOST = tuple(os.path.join(_PKG, "kernels", p) for p in ("host.py", "tensor_maps.py", "__init__.py"))
@@ -36,8 +35,6 @@ def _kind(code):
         # ("<variant of ...>": a kernel edited by book_helpers.variant is kernel code; "<frozen ...>" is not)
         if f.startswith(_INTERNAL) or "site-packages" in f or (f.startswith("<") and not f.startswith("<variant")):
             v = _INTERNAL_CODE
-        elif f.startswith(_HELPERS):
-            v = _HELPER_CODE
         elif f.startswith(_PKG + os.sep) and not f.startswith(_KERNELS) or f.startswith(_HOST):
             # the package's host side (the launch in kernels/host.py, book_helpers, ...): an operation
             # completed by the emulator's scheduler, not by a kernel line, must not be named after it
@@ -46,6 +43,16 @@ def _kind(code):
             v = _KERNEL_CODE
         _code_kind[code] = v
     return v
+
+
+def mark_helper(code):
+    """``code`` is a device function a kernel calls from another file: a shared helper (its lines follow
+    the kernel's calling line in a site)."""
+    f = code.co_filename
+    # (the package's device functions, and book_helpers.variant's edited copies of them; a test's own
+    # device functions stay kernel code)
+    if f.startswith(_PKG + os.sep) and not f.startswith(_INTERNAL) or f.startswith("<variant of gemm_kernels"):
+        _code_kind[code] = _HELPER_CODE
 
 
 def _is_internal(code):
@@ -62,15 +69,15 @@ def _where(code, line):
 _site_keys = [None]  # id -> (code, line[, helper code, helper line])
 
 
-def intern(code, line, helper=None, helper_line=0):
-    """The site id of ``line`` of ``code`` (inside ``helper`` at ``helper_line``, when given)."""
-    key = (code, line) if helper is None else (code, line, helper, helper_line)
+def intern(code, line, *stack):
+    """The site id of ``line`` of ``code``, with ``stack``: (helper code, line) pairs from the outermost
+    helper it calls down to the innermost."""
+    key = (code, line, *stack)
     sid = _site_ids.get(key)
     if sid is None:
         sid = _site_ids[key] = len(_site_text)
         _site_keys.append(key)
-        where = _where(code, line)
-        _site_text.append(where if helper is None else f"{where}, in {_where(helper, helper_line)}")
+        _site_text.append(", in ".join(_where(c, n) for c, n in ((code, line), *stack)))
     return sid
 
 
@@ -83,7 +90,7 @@ def site(depth=1):
 def site_of_frame(f):
     """The interned site of the kernel line that frame ``f`` (or a frame below it) runs: for a blocked
     thread, its greenlet's suspended frame gives the kernel line it waits at."""
-    helper = None
+    helpers = []  # innermost first
     kinds = _code_kind
     while f is not None:
         code = f.f_code
@@ -91,11 +98,14 @@ def site_of_frame(f):
         if kind is None:
             kind = _kind(code)
         if kind == _KERNEL_CODE:
-            return intern(code, f.f_lineno) if helper is None else intern(code, f.f_lineno, *helper)
-        if kind == _HELPER_CODE and helper is None:  # the innermost helper line: the operation itself
-            helper = (code, f.f_lineno)
+            return intern(code, f.f_lineno, *reversed(helpers))
+        if kind == _HELPER_CODE:
+            helpers.append((code, f.f_lineno))
         f = f.f_back
-    return intern(*helper) if helper is not None else 0
+    if helpers:  # no kernel frame: the outermost helper leads
+        helpers.reverse()
+        return intern(*helpers[0], *helpers[1:])
+    return 0
 
 
 def thread_site(thread):
@@ -118,8 +128,6 @@ def here():
 
 def _line_code(sid):
     """(code, line, instructions) of kernel line ``sid``, or None when it is not a known site."""
-    import dis
-
     key = _site_keys[sid] if 0 < sid < len(_site_keys) else None
     if key is None:
         return None

@@ -144,13 +144,14 @@ class Mma(AsyncOp):
         for cta in ctas:
             check_allocated(thread, cta, self.d_col, self.n, "an MMA", self.site)
             for warp in cta.warps:
-                for (l0, l1, c0, c1) in warp.outstanding_ld:
-                    if c0 < self.d_col + self.n and self.d_col < c1:
+                for ld in warp.outstanding_ld:
+                    if ld.col0 < self.d_col + self.n and self.d_col < ld.col1:
                         raise TmemHazard(
-                            f"{thread} issued an MMA into TMEM columns {self.d_col}..{self.d_col + self.n - 1} of CTA "
-                            f"{cta.rank_text()} while {warp} has a tcgen05.ld of columns {c0}..{c1 - 1} outstanding "
-                            f"(no tcgen05.wait::ld yet). The writeback must finish reading (wait::ld, then signal) "
-                            f"before the next MMA overwrites the accumulator.")
+                            f"{thread} issued an MMA at {text(self.site)} into TMEM columns {self.d_col}.."
+                            f"{self.d_col + self.n - 1} of CTA {cta.rank_text()} while {warp} has a tcgen05.ld of columns "
+                            f"{ld.col0}..{ld.col1 - 1} (at {text(ld.site)}) outstanding (no tcgen05.wait::ld yet). The "
+                            f"writeback must finish reading (wait::ld, then signal) before the next MMA overwrites the "
+                            f"accumulator.")
             smem = cta.smem
             a_lo, a_hi = int(self.a_addr.min()), int(self.a_addr.max()) + 2
             b_lo, b_hi = int(self.b_addr.min()), int(self.b_addr.max()) + 2
@@ -320,6 +321,8 @@ class Commit(AsyncOp):
         self.bars = bars
         self.after = after
         self.site = site(1)
+        for m in after:  # (a report of a buffer reused while an MMA reads it names the commit to wait for)
+            m.commit = self
         cta = thread.cta
         if thread.launch.cta_group == 2 and cta.rank ^ 1 < cta.cluster.size:
             self.pair = (cta, cta.cluster.ctas[cta.rank ^ 1])  # the PTX ISA: the peer CTA must not exit first

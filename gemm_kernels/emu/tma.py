@@ -3,12 +3,13 @@ complete transaction bytes on an mbarrier, and tiled stores in bulk groups."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from . import costmodel, drain
 from .errors import MemoryFault, SharedMemoryHazard
 from .hb import BULK, TMA
 from .scheduler import AsyncOp
-from .source import site
+from .source import here, site, text
 
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 
@@ -95,8 +96,6 @@ class TensorMapModel:
     def _rows_to_chunk_end(self, reach):
         """The map's rows widened to ``reach`` columns (the padding a ragged store writes), refused
         when the last row's chunk would lie past the memory the array lives in."""
-        from numpy.lib.array_utils import byte_bounds
-
         arr = self.array
         root = arr
         while isinstance(root.base, np.ndarray):
@@ -133,6 +132,7 @@ class TmaLoad(AsyncOp):
                                  f"{dst_cta.smem.name_of(dst_off)} signalling {bar.name} (issued by {thread})")
         self.tmap, self.cta, self.off, self.c0, self.c1, self.bar = tmap, dst_cta, dst_off, c0, c1, bar
         self.phase = bar.completed  # the phase its bytes count towards (a report's cause: completed_early)
+        bar.copy_after_its_phase(thread, self)
         tmap.check_box_start(c0, c1, f"TMA load issued by {thread}")
         bar.require_fenced(f"the TMA load issued by {thread}")
         self.addrs = tmap.smem_addresses(dst_off)
@@ -141,10 +141,16 @@ class TmaLoad(AsyncOp):
         self.start, self.end = _engine_time(thread.cta, thread.clock, tmap.box_bytes)
         for other in list(dst_cta.smem_readers):
             if other.reads(dst_cta, self.lo, self.hi):
+                # a missing ordering: the wait belongs in the issuing thread, after the commit that tracks the
+                # MMA and before this load, so the report names both lines
+                commit = getattr(other, "commit", None)
+                signal = (f"the barrier that the MMA's tcgen05.commit at {text(commit.site)} signals" if commit is not None
+                          else "the barrier that the MMA's commit signals")
                 raise SharedMemoryHazard(
-                    f"{thread} issued a TMA load into {dst_cta.smem.name_of(self.lo)} (bytes 0x{self.lo:x}-0x{self.hi:x}) "
-                    f"of CTA {dst_cta.rank_text()} while {other.description} still reads those bytes. Wait for the "
-                    f"barrier that the MMA's commit signals (the stage's 'empty' barrier) before reusing the buffer.")
+                    f"{thread} issued a TMA load at {here()} into {dst_cta.smem.name_of(self.lo)} (bytes "
+                    f"0x{self.lo:x}-0x{self.hi:x}) of CTA {dst_cta.rank_text()} while {other.description} (issued at "
+                    f"{text(other.site)}) still reads those bytes. Wait for {signal} (the stage's 'empty' barrier) "
+                    f"before this load reuses the buffer.")
         dst_cta.smem_writers.append(self)
         # happens-before: the copy may write its bytes at any moment from now until its barrier phase
         # completes, so it is recorded now, as a write by the issuing warp's asynchronous work

@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import MemoryFault, TmemHazard, TmemLifecycleError, UninitializedRead
 from .hb import first_unordered
-from .source import text
+from .source import here, text
 
 
 class PendingLoad:
@@ -42,8 +42,6 @@ class LoadedRegisters(tuple):
 
     def _check(self):
         if not self._load.waited:
-            from .source import here
-
             ld = self._load
             raise TmemHazard(
                 f"{self._thread} used a register of the tcgen05.ld of TMEM columns {ld.col0}..{ld.col1 - 1} (at "

@@ -6,7 +6,7 @@ be launched. Its 16-byte response lands in shared memory (with ``.multicast::clu
 every CTA of the cluster, at the same offset) and completes 16 transaction bytes on the mbarrier at
 the same offset in each CTA; the response is opaque and read with ``query_cancel``. After a CTA has
 seen a failed response it must not ask again."""
-from ..emu.clc import ClcRequest, read_response
+from ..emu.clc import ClcRequest, own_address, read_response
 from ..emu.context import thread as _thread
 from ._declare import asm_op, twin, u32
 
@@ -23,8 +23,9 @@ clc_try_cancel_multicast = asm_op(
 @twin(clc_try_cancel_multicast)
 def _clc_try_cancel_multicast(resp, bar):
     t = _thread()
-    _, resp_off = t.cta.resolve(resp, 16, "clusterlaunchcontrol.try_cancel response")
-    _, bar_off = t.cta.resolve(bar, 8, "clusterlaunchcontrol.try_cancel barrier")
+    resp_cta, resp_off = t.cta.resolve(resp, 16, "clusterlaunchcontrol.try_cancel response")
+    bar_cta, bar_off = t.cta.resolve(bar, 8, "clusterlaunchcontrol.try_cancel barrier")
+    own_address(t, resp, resp_cta, bar, bar_cta)
     t.scheduler.submit(ClcRequest(t, resp_off, bar_off))
     t.advance()
 

@@ -161,7 +161,7 @@ def _wait(bar_addr, parity, scope):
         t.scheduler.block(bar, ready,
                           lambda: f"on {bar.describe()}; waiting for parity {parity}{bar.lapped(t, parity)}")
         observed = woke[0]
-    done_at = bar.consume(t, parity, cluster_scope=bool(scope), observed=observed)
+    done_at = bar.consume(t, parity, cluster_scope=bool(scope), observed=observed, relaxed=".relaxed" in scope)
     t.clock = max(t.clock, done_at + costmodel.of(t).barrier_latency_cycles)
     if t.lane == 0:
         t.event(_role(t), "wait", start, t.clock, barrier=bar.name, phase=bar.completed - 1,
