@@ -43,9 +43,7 @@ _WB_HANDBACK = ("            ptx.tcgen05_fence_before()\n"
                 "            cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive\n"
                 "            if ptx.elect_sync():  # one arrival per warp: the whole warp's loads have completed\n"
                 "                arrive_ld2mma(ld2mma, cluster_arrive)\n")
-# schedule.clc_next's hand-back of a response slot
-_CLC_COMMENT = ("        # release at the default CTA scope, as CUTLASS hands a slot back: the .release.cluster form\n"
-                "        # costs a MEMBAR.ALL.GPU per tile in every role (see the ISA note in ARCHITECTURE.md)\n")
+# schedule.clc_next's hand-back of a response slot (its comment above it differs between branches: not used)
 _CLC_ARRIVE = "        ptx.mbarrier_arrive_remote(pipeline.barrier(leader_empty0, stage))\n"
 
 BUGS = [
@@ -247,8 +245,7 @@ BUGS = [
       why="the peer's announcement goes to the leader's clc_full: two arrivals on a count-1 barrier, and the "
           "peer's response lands unannounced"),
     B("fclc-every-lane-hands-back", 10, "lane",
-      {"    if ptx.elect_sync():\n" + _CLC_COMMENT + _CLC_ARRIVE:
-       textwrap.indent(textwrap.dedent(_CLC_COMMENT + _CLC_ARRIVE), "    ")},
+      {_CLC_ARRIVE: "        pass\n" + _CLC_ARRIVE[4:]},
       ("ArrivalMismatch",), ("ptx.mbarrier_arrive_remote(pipeline.barrier(leader_empty0, stage))",),
       why="the hand-back dedented out of the elected lane: 32 arrivals per warp on clc_empty"),
     B("fclc-full-wait-parity-flipped", 10, "parity",
@@ -259,8 +256,8 @@ BUGS = [
       why="the reader waits for parity 1 of a fresh clc_full, which passes at once: it decodes a slot no "
           "response has written"),
     B("fclc-proxy-fence-after-handback", 10, "fence",
-      {"    ptx.fence_proxy_async()\n    if ptx.elect_sync():\n" + _CLC_COMMENT + _CLC_ARRIVE:
-       "    if ptx.elect_sync():\n" + _CLC_COMMENT + _CLC_ARRIVE + "    ptx.fence_proxy_async()\n"},
+      {"    ptx.fence_proxy_async()\n    if ptx.elect_sync():\n": "    if ptx.elect_sync():\n",
+       _CLC_ARRIVE: _CLC_ARRIVE + "    ptx.fence_proxy_async()\n"},
       ("MissingProxyFence",), ("ptx.fence_proxy_async()", "ptx.mbarrier_arrive_remote("),
       why="the proxy fence after the hand-back: the next try_cancel's write is not ordered after the read"),
 
