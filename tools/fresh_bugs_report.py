@@ -6,12 +6,13 @@ unchanged. A run that raises something other than an emulator report is recorded
 ``crash:<type>`` (counted as "other") instead of ending the whole measurement.
 
     PYTHONPATH=$PWD nice -n 19 python tools/fresh_bugs_report.py [--jobs 2] [--json out.json] [--show]
-        [--no-twins] [--only NAME ...]
+        [--no-twins | --twins-only] [--only NAME ...]
 """
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -30,13 +31,25 @@ def _twin_key(b):
     return ("twin", b.chapter, tuple(sorted(b.kwargs.items())))
 
 
+RUN_LIMIT_S = 300  # one run longer than this is recorded as crash:TimeoutError
+
+
+def _alarm(*_):
+    raise TimeoutError(f"the run took longer than {RUN_LIMIT_S} s")
+
+
 def _one(task):
     name, policy, seed, twin = task
     b = fresh.bug(name)
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(RUN_LIMIT_S)
     try:
         o = fresh.run(b, policy, seed, twin=twin)
     except Exception as exc:  # noqa: BLE001 (a harness or kernel crash is a result too)
         o = Outcome(f"crash:{type(exc).__name__}", f"{type(exc).__name__}: {exc}", False, ())
+    finally:
+        signal.alarm(0)
+    print(f"  done {name} {policy}/{seed}{' (twin)' if twin else ''}: {o.kind}", file=sys.stderr, flush=True)
     return (_twin_key(b) if twin else name, policy, seed), o
 
 
@@ -49,7 +62,8 @@ def main(argv=None):
         del argv[i:i + 2]
     only = argv[argv.index("--only") + 1:] if "--only" in argv else None
     bugs = [b for b in fresh.BUGS if not only or b.name in only]
-    tasks = [(b.name, p, s, False) for b in bugs for p, s in fresh.POLICIES]
+    twins_only = "--twins-only" in argv
+    tasks = [] if twins_only else [(b.name, p, s, False) for b in bugs for p, s in fresh.POLICIES]
     if "--no-twins" not in argv:
         seen = {}
         for b in bugs:
@@ -57,6 +71,12 @@ def main(argv=None):
         tasks += [(name, p, s, True) for name in seen.values() for p, s in fresh.POLICIES]
     with ProcessPoolExecutor(jobs) as pool:
         done = dict(pool.map(_one, tasks))
+    if twins_only:  # the correct twins alone (each chapter's unedited kernel): any report is a false positive
+        fp = [(k, o) for k, o in done.items() if o.kind != "ok"]
+        for (key, policy, seed), o in fp:
+            print(f"FALSE POSITIVE: chapter {key[1]} {dict(key[2])} {policy}/{seed}: {o.kind}: {o.first_paragraph[:400]}")
+        print(f"correct twins: {len(fp)} false positives in {len(done)} runs")
+        return
     report.BUGS, report.POLICIES = fresh.BUGS, fresh.POLICIES
     report.run = lambda b, policy, seed, twin=False: done[(_twin_key(b) if twin else b.name, policy, seed)]
     if "--json" not in argv:
