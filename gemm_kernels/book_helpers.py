@@ -17,6 +17,8 @@ on a page is produced from the package itself, never pasted.
 * ``arrival_count(chapter, barrier)``: the count a kernel initialises a barrier with.
 * ``says(phrase, *values)``: a hidden cell's check that a phrase of the page states the computed
   values (``gemm_kernels/prose_lint.py``: every number in the prose is glued or said).
+* ``shows(phrase, output, *expected)``: a hidden cell's check that a sentence about an output (a
+  report, a table, a figure) is borne out by it (``gemm_kernels/claims_lint.py``).
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import numpy as np
 
 from . import schedule
 from .chapters import CHAPTERS
+from .claims_lint import shows  # noqa: F401  (re-exported for the pages' hidden cells)
 from .emu.check_mode import b200_launch
 from .prose_lint import says  # noqa: F401  (re-exported for the pages' hidden cells)
 

@@ -8,13 +8,17 @@
   offline book has none of; and a page rebuilt from the execution cache gets its outputs back);
 * in those downloads the checking cells (tagged ``remove-cell``, ``remove-input`` or
   ``hide-input``: glue, asserts, ``bh.says``) are collapsed, as the page hides them: JupyterLab and
-  Notebook 7 read ``metadata.jupyter.source_hidden`` (and ``outputs_hidden``);
+  Notebook 7 read ``metadata.jupyter.source_hidden`` (and ``outputs_hidden``); and the Markdown
+  reads as the page does (``readable_markdown``): glued values as text, hunt answers and
+  solutions folded (``<details>``), glossary and page links as their text;
+* a glossary link that names code (``tma2mma``) is set in the code font (``code_term_links``);
 * the pages load without a JavaScript error (``tests/test_book.py`` opens one in Chromium): the
   theme's colour mode gets a valid default, and an inline script that sphinx-thebe adds twice
   (a ``const`` declared twice is a SyntaxError) is kept once.
 """
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -60,6 +64,75 @@ def hide_checking_cells(nb):
     return hidden
 
 
+_DROPDOWN = re.compile(r"^```\{admonition\}[ \t]*([^\n]*)\n((?::[\w-]+:[^\n]*\n)*)\n?(.*?)^```[ \t]*$",
+                       re.MULTILINE | re.DOTALL)
+_GLUE = re.compile(r"\{glue:text\}`([^`:]+)(?::([^`]*))?`")
+_TITLED_ROLE = re.compile(r"\{(?:term|doc|ref)\}`([^`<]*?)\s*<[^>`]*>`")
+_PLAIN_ROLE = re.compile(r"\{(?:term|doc|ref)\}`([^`]*)`")
+
+
+def _glued_text(value, fmt):
+    """A glued value's text as the page's {glue:text} role shows it (strings without their quotes)."""
+    text = value.get("data", {}).get("text/plain", "")
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1]
+    if fmt:
+        try:
+            return format(float(text), fmt)
+        except ValueError:
+            return text
+    return text
+
+
+def readable_markdown(nb, glued):
+    """Make the Markdown cells of a downloaded notebook read as the page does: a ``{glue:text}``
+    reference becomes the glued value (``glued``: name -> the glue output), a dropdown admonition
+    (hunt answers, exercise solutions) a folded ``<details>`` block, any other admonition a quote,
+    a ``{term}``/``{doc}`` link its text. Returns the number of references replaced."""
+    count = 0
+
+    def glue(m):
+        nonlocal count
+        if m.group(1) not in glued:
+            return m.group(0)
+        count += 1
+        return _glued_text(glued[m.group(1)], m.group(2))
+
+    def admonition(m):
+        title, options, body = m.group(1).strip(), m.group(2), m.group(3).rstrip()
+        if "dropdown" in options:
+            return f"<details><summary>{title}</summary>\n\n{body}\n\n</details>"
+        quoted = "\n".join("> " + line if line else ">" for line in body.split("\n"))
+        return f"> **{title}**\n>\n{quoted}"
+
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        src = _GLUE.sub(glue, cell.source)
+        src = _DROPDOWN.sub(admonition, src)
+        src = _PLAIN_ROLE.sub(r"\1", _TITLED_ROLE.sub(r"\1", src))
+        cell.source = src
+    return count
+
+
+def _glued(executed, nb):
+    """name -> glue output of an executed page: myst-nb's ``.glue.json`` beside it, else the
+    notebook's own glue outputs."""
+    import json
+
+    path = executed.with_suffix(".glue.json")
+    if path.exists():
+        return json.loads(path.read_text())
+    out = {}
+    for cell in nb.cells:
+        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                prefix = o["metadata"]["scrapbook"].get("mime_prefix", "")
+                out[name] = {"data": {k[len(prefix):]: v for k, v in o.get("data", {}).items()}}
+    return out
+
+
 def _offer_ipynb(app, pagename, templatename, context, doctree):
     import nbformat
 
@@ -70,6 +143,7 @@ def _offer_ipynb(app, pagename, templatename, context, doctree):
     target.parent.mkdir(parents=True, exist_ok=True)
     nb = _with_cached_outputs(app, executed) or nbformat.read(str(executed), as_version=4)
     hide_checking_cells(nb)
+    readable_markdown(nb, _glued(executed, nbformat.read(str(executed), as_version=4)))
     nbformat.write(nb, str(target))
     context["ipynb_source"] = pagename + ".ipynb"
 
@@ -100,6 +174,24 @@ def _with_cached_outputs(app, executed):
     return merged
 
 
+#: a glossary link's text that names code (one word with a digit, ``_``, ``.``, ``:`` or ``[``:
+#: ``tma2mma``, ``tcgen05.commit``, ``ld2mma[a]``), set in the code font as the same name elsewhere
+_CODE_NAME = re.compile(r"(?=[\w.:\[\]]*[\d_.:\[])[\w.:\[\]]+")
+
+
+def code_term_links(doctree):
+    """Set the text of each ``{term}`` link that names code in the code font (a ``{term}`` role
+    cannot hold inline code); returns how many."""
+    from docutils import nodes
+
+    count = 0
+    for node in list(doctree.findall(nodes.inline)):
+        if "std-term" in node.get("classes", []) and _CODE_NAME.fullmatch(node.astext()):
+            node.replace_self(nodes.literal(node.astext(), node.astext(), classes=node["classes"]))
+            count += 1
+    return count
+
+
 def _theme_defaults(app, config):
     # pydata-sphinx-theme's template logs a console error for an empty mode, its default here
     config.html_context.setdefault("default_mode", "auto")
@@ -127,6 +219,7 @@ def setup(app):
     # plotly.js the site loads, instead of carrying their own
     os.environ[BOOK_BUILD_ENV] = "1"
     app.connect("config-inited", _theme_defaults)
+    app.connect("doctree-resolved", lambda app, doctree, docname: code_term_links(doctree))
     # after myst-nb adds its per-page scripts (priority 500, registered earlier), and before any
     # handler that returns a template name (html-page-context stops at the first one that does)
     app.connect("html-page-context", _scripts_once, priority=550)

@@ -42,7 +42,11 @@ class Chapter:
         import inspect
 
         params = inspect.signature(self.entry).parameters
-        return {k: p.default for k, p in params.items() if p.kind is p.KEYWORD_ONLY}
+        # a default of None means "chosen at the call" (chapter 10's tile width and depth, by shape):
+        # the chapter's configuration is then the one its module names for the book's figures
+        named = getattr(self._mod(), "CONFIG_DEFAULTS", {})
+        return {k: named.get(k, p.default) if p.default is None else p.default
+                for k, p in params.items() if p.kind is p.KEYWORD_ONLY}
 
 
 CHAPTERS = {

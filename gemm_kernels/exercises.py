@@ -128,7 +128,7 @@ EXERCISES = [
              replace={"ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), CONSUMERS)":
                       "ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), 1)"}),
     # chapter 10
-    Exercise(10, 2, (512, 512, 128), "ok", config={"num_clusters": 4}),
+    Exercise(10, 2, (512, 512, 128), "ok", config={"num_clusters": 4, "tile_n": 256}),
     Exercise(10, 4, (512, 512, 128), "ClcRuleError",
              replace={"more, _t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, asked)":
                       "_more, _t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, asked)"}),

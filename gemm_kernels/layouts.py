@@ -403,3 +403,138 @@ def tmem_warp_lane_base(warp_id):
 def tmem_warp_addr(base, warp_id, col):
     """``base`` moved to the first lane of warp ``warp_id``'s lane quarter, column ``col`` on."""
     return tmem_addr(base, tmem_warp_lane_base(warp_id), col)
+
+
+# ================================================================================================
+# Step 11: the instruction descriptors of the low-precision kinds (PTX ISA 9.7.16.4.2, the tables
+# "Instruction descriptor format for .kind::tf32, .kind::f16, .kind::f8f6f4 and .kind::i8",
+# "... for .kind::mxf8f6f4" and "... for .kind::mxf4 and .kind::mxf4nvf4").
+# ================================================================================================
+#: A/B format codes of kind::f8f6f4 and kind::mxf8f6f4 (bits 7-9 and 10-12)
+F8F6F4_CODES = {"e4m3": 0, "e5m2": 1, "e2m3": 3, "e3m2": 4, "e2m1": 5}
+#: A/B format code of kind::mxf4nvf4 (E2M1 packed two per byte; bits 7-9 and 10-11)
+MXF4_CODES = {"e2m1": 1}
+#: scale-factor format, bit 23 of the block-scaled descriptors
+SCALE_CODES = {"ue4m3": 0, "ue8m0": 1}
+#: K of one MMA per kind (dense): 32 bytes of A per row, whatever the element width
+KIND_K = {"f16": 16, "f8f6f4": 32, "mxf8f6f4": 32, "mxf4nvf4": 64}
+#: the scale-factor vector of a block-scaled kind and scale format: (elements per scale factor,
+#: scale factors per row per MMA = the PTX .scale_vec::NX)
+SCALE_VECTOR = {("mxf8f6f4", "ue8m0"): (32, 1), ("mxf4nvf4", "ue8m0"): (32, 2), ("mxf4nvf4", "ue4m3"): (16, 4)}
+
+
+@register_jitable
+def instr_desc_block_scaled_raw(m, n, a_fmt, b_fmt, scale_fmt, sfa_id, sfb_id):
+    """32-bit block-scaled instruction descriptor (kind::mxf8f6f4 and kind::mxf4nvf4, dense,
+    K = 32 / 64): B scale-factor ID bits 4-5, A format 7-9, B format 10-12 (10-11 for mxf4nvf4,
+    whose codes fit), N >> 3 in 17-22, scale format bit 23, M >> 7 in 27-28, A scale-factor ID in
+    29-30. There is no D format field: D is F32."""
+    return numba.uint32((numba.uint32(sfb_id & 3) << numba.uint32(4))
+            | (numba.uint32(a_fmt) << numba.uint32(7))
+            | (numba.uint32(b_fmt) << numba.uint32(10))
+            | ((numba.uint32(n) >> numba.uint32(3)) << numba.uint32(17))
+            | (numba.uint32(scale_fmt) << numba.uint32(23))
+            | ((numba.uint32(m) >> numba.uint32(7)) << numba.uint32(27))
+            | (numba.uint32(sfa_id & 3) << numba.uint32(29)))
+
+
+@register_jitable
+def instr_desc_sf_ids_raw(idesc, sfa_id, sfb_id):
+    """``idesc`` with its A and B scale-factor IDs replaced (an MMA steps through the bytes of one
+    TMEM scale-factor word this way when one scale factor covers several MMAs along K)."""
+    keep = numba.uint32(idesc) & numba.uint32(~((3 << 4) | (3 << 29)) & 0xFFFFFFFF)
+    return numba.uint32(keep | (numba.uint32(sfb_id & 3) << numba.uint32(4))
+                        | (numba.uint32(sfa_id & 3) << numba.uint32(29)))
+
+
+instr_desc_block_scaled_dev = _device(instr_desc_block_scaled_raw)
+instr_desc_sf_ids_dev = _device(instr_desc_sf_ids_raw)
+DEVICE_FUNCTIONS["instr_desc_block_scaled_dev"] = (instr_desc_block_scaled_dev, instr_desc_block_scaled_raw)
+DEVICE_FUNCTIONS["instr_desc_sf_ids_dev"] = (instr_desc_sf_ids_dev, instr_desc_sf_ids_raw)
+
+
+def make_instr_desc_f8f6f4(m, n, *, a_dtype="e4m3", b_dtype="e4m3", acc_dtype="f32", cta_group=1):
+    """The instruction descriptor of ``tcgen05.mma.kind::f8f6f4`` (no scale factors) with FP8 A and
+    B, K-major: the kind::f16 layout with the f8f6f4 format codes (E4M3 = 0, E5M2 = 1), K = 32."""
+    for name, fmt in (("a_dtype", a_dtype), ("b_dtype", b_dtype)):
+        if fmt not in ("e4m3", "e5m2"):
+            raise ValueError(f"{name} {fmt!r}: the FP8 kernels take 'e4m3' or 'e5m2' operands (kind::f8f6f4)")
+    if acc_dtype not in ACC_CODES:
+        raise ValueError(f"acc_dtype {acc_dtype!r}: kind::f8f6f4 accumulates in {list(ACC_CODES)}")
+    m = _check_int("M", m, 0, 1 << 16)
+    n = _check_int("N", n, 0, 1 << 16)
+    _check_shape(m, n, cta_group)
+    return int(instr_desc_raw(m, n, F8F6F4_CODES[a_dtype], F8F6F4_CODES[b_dtype], ACC_CODES[acc_dtype], 0, 0))
+
+
+def _check_block_scaled_shape(kind, m, n, cta_group):
+    if cta_group == 1:
+        if m != 128:
+            raise ValueError(f"M = {m}: a cta_group::1 kind::{kind} MMA has M = 128 (the descriptor stores M >> 7)")
+        if not (8 <= n <= 256 and n % 8 == 0):
+            raise ValueError(f"N = {n}: a cta_group::1 kind::{kind} MMA needs N a multiple of 8 in [8, 256]")
+    elif cta_group == 2:
+        if m not in (128, 256):
+            raise ValueError(f"M = {m}: a cta_group::2 kind::{kind} MMA has M = 128 or 256 (rows of the pair)")
+        if not (16 <= n <= 256 and n % 16 == 0):
+            raise ValueError(f"N = {n}: a cta_group::2 kind::{kind} MMA needs N a multiple of 16 in [16, 256]")
+    else:
+        raise ValueError(f"cta_group = {cta_group!r}: tcgen05 MMAs use cta_group 1 or 2")
+
+
+def make_instr_desc_block_scaled(m, n, *, kind, a_dtype, b_dtype, scale_dtype, sfa_id=0, sfb_id=0,
+                                 cta_group=1):
+    """The instruction descriptor of ``tcgen05.mma.kind::<kind>.block_scale`` (``kind`` "mxf8f6f4"
+    or "mxf4nvf4"), dense, K-major, no negation. ``sfa_id``/``sfb_id`` pick the byte (scale_vec::1X),
+    half word (2X: 0 or 2) of each TMEM scale-factor word the MMA reads; 4X (NVFP4's block16)
+    reads the whole word and needs 0."""
+    if kind == "mxf8f6f4":
+        codes, scales = F8F6F4_CODES, ("ue8m0",)
+        formats = ("e4m3", "e5m2")  # the 6- and 4-bit formats need the padded smem layout: not modelled
+    elif kind == "mxf4nvf4":
+        codes, scales, formats = MXF4_CODES, ("ue4m3", "ue8m0"), ("e2m1",)
+    else:
+        raise ValueError(f"kind {kind!r}: the block-scaled kinds are 'mxf8f6f4' and 'mxf4nvf4'")
+    for name, fmt in (("a_dtype", a_dtype), ("b_dtype", b_dtype)):
+        if fmt not in formats:
+            raise ValueError(f"{name} {fmt!r}: kind::{kind} takes {list(formats)} here")
+    if scale_dtype not in scales:
+        raise ValueError(f"scale_dtype {scale_dtype!r}: kind::{kind} scales by {list(scales)}")
+    per_mma = SCALE_VECTOR[(kind, scale_dtype)][1]
+    allowed = {1: (0, 1, 2, 3), 2: (0, 2), 4: (0,)}[per_mma]
+    for name, v in (("sfa_id", sfa_id), ("sfb_id", sfb_id)):
+        if isinstance(v, bool) or v not in allowed:
+            raise ValueError(f"{name} = {v!r}: with {per_mma} scale factor(s) per row per MMA the ID is one of "
+                             f"{list(allowed)} (the byte offset in the TMEM word)")
+    m = _check_int("M", m, 0, 1 << 16)
+    n = _check_int("N", n, 0, 1 << 16)
+    _check_block_scaled_shape(kind, m, n, cta_group)
+    return int(instr_desc_block_scaled_raw(m, n, codes[a_dtype], codes[b_dtype], SCALE_CODES[scale_dtype],
+                                           sfa_id, sfb_id))
+
+
+def decode_instr_desc_block_scaled(idesc, kind):
+    """Fields of a block-scaled instruction descriptor of ``kind`` ("mxf8f6f4" or "mxf4nvf4")."""
+    idesc = _check_int("instruction descriptor", idesc, 0, _U32_MAX)
+    if kind not in ("mxf8f6f4", "mxf4nvf4"):
+        raise ValueError(f"kind {kind!r}: the block-scaled kinds are 'mxf8f6f4' and 'mxf4nvf4'")
+    names = {v: k for k, v in (F8F6F4_CODES if kind == "mxf8f6f4" else MXF4_CODES).items()}
+    b_bits = 7 if kind == "mxf8f6f4" else 3
+    a, b = (idesc >> 7) & 7, (idesc >> 10) & b_bits
+    return {
+        "m": ((idesc >> 27) & 3) << 7,
+        "n": ((idesc >> 17) & 0x3F) << 3,
+        "a_dtype": names.get(a, f"invalid({a})"),
+        "b_dtype": names.get(b, f"invalid({b})"),
+        "scale_dtype": "ue8m0" if (idesc >> 23) & 1 else "ue4m3",
+        "sfa_id": (idesc >> 29) & 3,
+        "sfb_id": (idesc >> 4) & 3,
+        "sparse": bool((idesc >> 2) & 1),
+        "negate_a": bool((idesc >> 13) & 1),
+        "negate_b": bool((idesc >> 14) & 1),
+        "a_major": "MN" if (idesc >> 15) & 1 else "K",
+        "b_major": "MN" if (idesc >> 16) & 1 else "K",
+        "k96": bool((idesc >> 31) & 1),
+        "reserved": idesc & ((3 << 0) | (1 << 3) | (1 << 6) | (7 << 24) | ((1 << 12) if kind == "mxf4nvf4" else 0)
+                             | ((1 << 31) if kind == "mxf8f6f4" else 0)),
+    }

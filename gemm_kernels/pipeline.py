@@ -71,7 +71,8 @@ def wait(bar0, stage, phase):
 def wait_cluster(bar0, stage, phase):
     """``wait`` on a barrier that the other CTA of a pair also completes (its remote arrivals, the
     leader's multicast commits, cta_group::2 TMA loads): the ISA's cluster-scope form,
-    try_wait.parity.relaxed.cluster (the same SASS as the CTA-scope acquire).
+    try_wait.parity.relaxed.cluster (the same instructions as the CTA-scope acquire, but not the
+    same order: ptxas may schedule later ordinary loads above a relaxed wait).
 
     Relaxed: it orders no ordinary memory access. Use it only where what follows the wait is
     asynchronous work that the barrier itself orders (TMA copies, tcgen05 operations after

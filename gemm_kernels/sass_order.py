@@ -12,14 +12,18 @@ phase publishes (``PUBLISHED``: region -> barrier, by the names of the kernel's 
 2. no path from the load back to itself avoids such a wait (each execution reads after a new wait).
 
 Paths run over a control-flow graph of single instructions (fall-through plus branch targets; an
-unconditional branch, EXIT or RET has no fall-through). Addresses are resolved statically: the
-immediate of the ``[...]`` operand plus the constant offsets that reach its registers through
-``UIADD3``/``IADD3``/``ULEA``/``LEA`` and register moves (a register with no such definition is a
-base or an index and adds nothing). The plan's offsets are compile-time constants, so every load
-and wait of the chapters resolves to its region; one that does not is reported, not skipped.
+unconditional branch, EXIT or RET has no fall-through). A wait counts only where it surely ran and
+succeeded: unpredicated, with its result tested by the retry branch that follows it. Addresses are
+resolved statically: the immediate of the ``[...]`` operand plus the constant offsets that the
+reaching definitions of its registers carry (``UIADD3``/``IADD3``/``ULEA``/``LEA`` and moves, along
+the control flow; a register with no such definition is a base or an index and adds nothing). The
+plan's offsets are compile-time constants, so the chapters' loads and waits resolve to their
+regions; a load whose address the paths into it disagree about is reported, not skipped, and so
+is a generic ``LD`` (its address space is not visible in the listing).
 
-What it does not decide: whether the wait is for the right phase (the emulator decides that) and
-loads of global memory (the kernels read none that a barrier publishes)."""
+What it does not decide: the stage and the phase (a load of response[0] after a wait on
+clc_full[1] passes: both indices live in registers; the emulator checks stages and phases), and
+code in called functions (the kernels' device functions are inlined: there is no CALL to follow)."""
 from __future__ import annotations
 
 import re
@@ -76,69 +80,131 @@ def _is_register(tok):
     return bool(re.fullmatch(r"U?R\d+", tok))
 
 
-def _constant_offset(instrs, i, reg, depth=0):
-    """The constant part of register ``reg``'s value before instruction ``i``, as (added literals,
-    window constant): literals that add-chains (UIADD3/IADD3/ULEA/LEA and moves) carry into it,
-    and the sum of the UMOV immediates at the chains' roots, None where no root was a UMOV (the
-    base came from elsewhere: the literals alone are then the plan offset). A register with any
-    other definition is an index or a base and adds nothing."""
-    if depth > 12 or reg in ("RZ", "URZ"):
-        return 0, None
-    for j in range(i - 1, -1, -1):
-        ops = _operands(instrs[j][1])
-        if not ops or ops[0] != reg:
-            continue
-        op = opcode(instrs[j][1])
-        srcs = ops[1:]
+class _Resolver:
+    """Constant offsets of registers along the control flow: for instruction ``i`` and register
+    ``reg``, the definitions of ``reg`` that reach ``i`` on some path (the nearest one on each path
+    backwards). Each definition contributes (added literals, window constant): literals that
+    add-chains (UIADD3/IADD3/ULEA/LEA and moves) carry into the register, and the UMOV immediates at
+    the chains' roots (None where no root was a UMOV: the base came from elsewhere, and the literals
+    alone are the plan offset). Any other definition is an index or a base and adds nothing. Where
+    the reaching definitions disagree, the register is AMBIGUOUS, and so is every address built
+    from it."""
+
+    def __init__(self, instrs, succ):
+        self.instrs = instrs
+        self.pred = [[] for _ in instrs]
+        for i, ss in enumerate(succ):
+            for j in ss:
+                self.pred[j].append(i)
+        self.memo = {}
+
+    def reaching(self, i, reg):
+        """The indices of the definitions of ``reg`` that reach instruction ``i`` (-1: a path
+        from the entry with none)."""
+        found, seen, todo = set(), set(), list(self.pred[i]) or [-1]
+        while todo:
+            j = todo.pop()
+            if j == -1:
+                found.add(-1)
+                continue
+            if j in seen:
+                continue
+            seen.add(j)
+            ops = _operands(self.instrs[j][1])
+            if ops and ops[0] == reg:
+                found.add(j)
+            else:
+                todo.extend(self.pred[j] or [-1])
+        return found
+
+    def offset(self, i, reg, depth=0):
+        if reg in ("RZ", "URZ") or depth > 16:
+            return (0, None)
+        key = (i, reg)
+        if key not in self.memo:
+            self.memo[key] = AMBIGUOUS  # a definition that reaches itself through a loop
+            values = {self._definition(j, depth) if j >= 0 else (0, None) for j in self.reaching(i, reg)}
+            self.memo[key] = values.pop() if len(values) == 1 else AMBIGUOUS
+        return self.memo[key]
+
+    def _definition(self, j, depth):
+        op = opcode(self.instrs[j][1])
+        srcs = _operands(self.instrs[j][1])[1:]
         if op.startswith(("UIADD3", "IADD3")):
-            parts = [_constant_offset(instrs, j, s, depth + 1) if _is_register(s)
-                     else ((int(s, 0), None) if _LITERAL.fullmatch(s) else (0, None)) for s in srcs]
-            return _sum(parts)
+            return _sum([self._operand(j, s, depth) for s in srcs])
         if op.startswith(("ULEA", "LEA")) and len(srcs) >= 3:
             shift = int(srcs[2], 0) if _LITERAL.fullmatch(srcs[2]) else 0
-            scaled = _constant_offset(instrs, j, srcs[0], depth + 1) if _is_register(srcs[0]) else (0, None)
-            base = _constant_offset(instrs, j, srcs[1], depth + 1) if _is_register(srcs[1]) else (0, None)
+            scaled, base = self._operand(j, srcs[0], depth), self._operand(j, srcs[1], depth)
+            if AMBIGUOUS in (scaled, base):
+                return AMBIGUOUS
             return _sum([(scaled[0] << shift, None if scaled[1] is None else scaled[1] << shift), base])
         if _MOVES.match(op) or op.startswith("UMOV"):
             src = srcs[-1]
             if _is_register(src):
-                return _constant_offset(instrs, j, src, depth + 1)
+                return self.offset(j, src, depth + 1)
             return (0, int(src, 0)) if _LITERAL.fullmatch(src) else (0, None)
-        return 0, None
-    return 0, None
+        return (0, None)
+
+    def _operand(self, j, tok, depth):
+        if _is_register(tok):
+            return self.offset(j, tok, depth + 1)
+        return (int(tok, 0), None) if _LITERAL.fullmatch(tok) else (0, None)
+
+    def address(self, i):
+        """The plan offset that instruction ``i``'s memory operand names (negative: in the reserved
+        window before the dynamic shared memory), None without a memory operand, AMBIGUOUS where
+        the paths into ``i`` disagree about it."""
+        m = _ADDR.search(self.instrs[i][1])
+        if not m:
+            return None
+        parts = [self._operand(i, t.strip(), -1) for t in m.group(1).split("+")]
+        if AMBIGUOUS in parts:
+            return AMBIGUOUS
+        literals, window = _sum(parts)
+        # a base built here from the window's constant: the plan starts DYNAMIC_SMEM_START into it
+        return literals if window is None else literals + window - DYNAMIC_SMEM_START
+
+
+AMBIGUOUS = "ambiguous"
 
 
 def _sum(parts):
+    if AMBIGUOUS in parts:
+        return AMBIGUOUS
     roots = [w for _, w in parts if w is not None]
     return sum(lit for lit, _ in parts), (sum(roots) if roots else None)
 
 
-def _address(instrs, i):
-    """The plan offset that instruction ``i``'s memory operand names (negative: in the reserved
-    window before the dynamic shared memory), or None without a memory operand."""
-    m = _ADDR.search(instrs[i][1])
-    if not m:
-        return None
-    parts = []
-    for tok in (t.strip() for t in m.group(1).split("+")):
-        if _is_register(tok):
-            parts.append(_constant_offset(instrs, i, tok))
-        elif _LITERAL.fullmatch(tok):
-            parts.append((int(tok, 0), None))
-    literals, window = _sum(parts)
-    # a base built here from the window's constant: the plan starts DYNAMIC_SMEM_START into it
-    return literals if window is None else literals + window - DYNAMIC_SMEM_START
-
-
 def _family(plan, offset):
     """The plan region family ("clc_full", not "clc_full[1]") holding plan offset ``offset``,
-    RESERVED for the window before the dynamic shared memory, or None."""
+    RESERVED for the window before the dynamic shared memory, AMBIGUOUS, or None."""
+    if offset is None or offset == AMBIGUOUS:
+        return offset and AMBIGUOUS
     if offset < 0:
         return RESERVED
     for name, off, nbytes in plan.regions:
         if off <= offset < off + max(nbytes, 1):
             return name.split("[")[0]
     return None
+
+
+def _tested_wait(instrs, i):
+    """Whether the try_wait at ``i`` surely ran and its result is tested: unpredicated, and its
+    predicate is branched on (``@!P BRA``, the retry) within the next few instructions, before
+    anything redefines the predicate or branches. A predicated wait may not run, and an untested
+    one may have failed: neither orders anything."""
+    text = instrs[i][1]
+    if re.match(r"^@", text):
+        return False
+    ops = _operands(text)
+    pred = ops[0] if ops else ""
+    for _, nxt in instrs[i + 1:i + 9]:
+        if re.match(rf"^@!{pred}\s+BRA\b", nxt):
+            return True
+        nops = _operands(nxt)
+        if (nops and nops[0] == pred) or re.search(r"\b(BRA|EXIT|RET)\b", nxt):
+            return False
+    return False
 
 
 def _graph(items):
@@ -179,34 +245,43 @@ def _reaches(succ, starts, goal, blocked):
 
 
 def check(sass, plan, published=None):
-    """Every generic load of a published region in ``sass``, as CheckedLoad (``problem`` set where
-    a path reaches it without a wait on its barrier)."""
+    """Every ordinary load of a published region in ``sass``, as CheckedLoad (``problem`` set where
+    a path reaches it without a wait on its barrier, or where its address or its kind cannot be
+    decided)."""
     published = PUBLISHED if published is None else published
     out = []
     for fname, items in parse(sass).items():
         instrs, succ = _graph(items)
-        waits = {}  # barrier family -> wait nodes
+        resolve = _Resolver(instrs, succ)
+        waits = {}  # barrier family -> the tested, unpredicated waits on it
         for i, (_, text) in enumerate(instrs):
-            if _WAIT.match(opcode(text)):
-                fam = _family(plan, _address(instrs, i) or 0)
-                waits.setdefault(fam, set()).add(i)
+            if _WAIT.match(opcode(text)) and _tested_wait(instrs, i):
+                waits.setdefault(_family(plan, resolve.address(i)), set()).add(i)
         for i, (addr, text) in enumerate(instrs):
             op = opcode(text)
-            if not op.startswith("LDS") or text.startswith("@!PT"):
+            if text.startswith("@!PT") or not re.match(r"^(LDS|LD)(\.|$)", op):
                 continue  # @!PT LDS RZ, [RZ]: ptxas's never-executed padding
-            region = _family(plan, _address(instrs, i) or 0)
+            if op.startswith("LD") and not op.startswith("LDS"):
+                # a generic load may read shared memory through a generic address, which no listing
+                # shows statically; the kernels read shared memory with ld.shared (LDS) only
+                out.append(CheckedLoad(fname, addr, text, "generic address", "?", problem=(
+                    "a generic load (LD): its address space is not known statically; read shared "
+                    "memory with ld.shared")))
+                continue
+            region = _family(plan, resolve.address(i))
             if region in OTHER_PUBLISHERS:
                 continue
             if region not in published:
-                out.append(CheckedLoad(fname, addr, text, str(region), "?", problem=(
-                    f"reads {region}, which neither PUBLISHED nor OTHER_PUBLISHERS covers: say which "
-                    f"barrier publishes it (or what else orders it) in gemm_kernels/sass_order.py")))
+                why = ("its address differs between the paths into it" if region == AMBIGUOUS else
+                       f"reads {region}, which neither PUBLISHED nor OTHER_PUBLISHERS covers: say which barrier "
+                       f"publishes it (or what else orders it) in gemm_kernels/sass_order.py")
+                out.append(CheckedLoad(fname, addr, text, str(region), "?", problem=why))
                 continue
             bar = published[region]
             blocked = waits.get(bar, set())
             load = CheckedLoad(fname, addr, text, region, bar)
             if not blocked:
-                load.problem = f"no wait on {bar} anywhere in the function"
+                load.problem = f"no tested wait on {bar} anywhere in the function"
             elif _reaches(succ, [0], i, blocked):
                 load.problem = (f"a path from the kernel's entry reaches it without a wait on {bar}: the wait is "
                                 f"relaxed (ptxas may move the load above it) or missing; wait with acquire")

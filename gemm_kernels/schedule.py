@@ -60,7 +60,9 @@ def clc_request(resp0, full0, peer_full0, empty0, count):
     ``clc_full``, and ask for a cluster (one elected lane). ``peer_full0``: the peer's clc_full ring
     through ``mapa``."""
     stage, phase = pipeline.ring_slot(count, CLC_STAGES)
-    # acquire: every reader's fenced load of the slot's last response happens before the new write
+    # acquire, cluster scope, the ISA's form for a CLC slot. What keeps the readers' loads of the
+    # slot's last response before the new write: each reader's fence.proxy.async and its arrive
+    # after the load (at CTA scope in the peer, as CUTLASS hands a slot back: see clc_next)
     pipeline.wait_acquire_cluster(empty0, stage, phase ^ uint32(1))  # a fresh slot passes at once (parity 1)
     if ptx.elect_sync():
         ptx.mbarrier_arrive_expect_tx(pipeline.barrier(full0, stage), RESPONSE_BYTES)
@@ -83,7 +85,9 @@ def clc_next(resp0, full0, leader_empty0, count):
     # the slot's next write is the tensor core's (async proxy): order this generic read before it
     ptx.fence_proxy_async()
     if ptx.elect_sync():
-        # release at the default CTA scope, as CUTLASS hands a slot back: the .release.cluster form
-        # costs a MEMBAR.ALL.GPU per tile in every role (see the ISA note in ARCHITECTURE.md)
+        # release at the default CTA scope, as CUTLASS hands a slot back (the ISA's own example hands
+        # it back with a relaxed cluster barrier). The .release.cluster form would synchronise
+        # with the scheduler's acquire by the memory model's scope rule, but costs a MEMBAR.ALL.GPU
+        # per tile in every role (ARCHITECTURE.md, "Memory-model forms the kernels use")
         ptx.mbarrier_arrive_remote(pipeline.barrier(leader_empty0, stage))
     return ok, uint32(first_x >> uint32(1))  # a pair's first CTA: x = 2 x its cluster

@@ -466,3 +466,36 @@ def structure_of(chapter, a, b, *, title="", cta=0, ctas=None, only=None, **conf
 
     trace, log = run_traced(chapter, a, b, **config)
     return draw_structure(handoffs(trace, log, cta, ctas=ctas, only=only), title=title)
+
+
+#: The parts a pair kernel's structure is drawn in (chapters 8-10): the whole structure in one
+#: diagram is over 2000 px tall and its wait arrows merge into a comb (issue 31); each part keeps
+#: the handoffs of one exchange together, small enough to follow at the page's width.
+PARTS = (
+    ("the operand ring, TMA to MMA and back", ("tma2mma", "mma2tma")),
+    ("the accumulators, MMA to writeback and back", ("mma2ld", "ld2mma")),
+    ("the tile scheduler's responses", ("clc_",)),
+    ("the writeback's named barriers and the stores of D", ("named bar", STORE_NODE)),
+    ("the start and the end: the CTA and cluster barriers", ("CTA barrier", "cluster barrier")),
+)
+
+
+def structure_parts(chapter, a, b, *, title="", cta=0, ctas=None, parts=PARTS, **config):
+    """One run of chapter ``chapter`` on the emulator, drawn as one diagram per part of ``parts``
+    ((name, barrier name fragments)) that has barriers; returns the figures. Every barrier of the
+    run is in exactly one part (a ValueError names one that is in none)."""
+    from .trace_view import run_traced
+
+    trace, log = run_traced(chapter, a, b, **config)
+    every = handoffs(trace, log, cta, ctas=ctas)
+    placed = {(x.name, x.cta) for _, only in parts for x in every if any(o in x.name for o in only)}
+    missing = [x.name for x in every if (x.name, x.cta) not in placed]
+    if missing:
+        raise ValueError(f"barriers in no part of the structure: {missing}; add them to structure.PARTS")
+    figs = []
+    for name, only in parts:
+        chosen = [x for x in every if any(o in x.name for o in only)]
+        if chosen:
+            figs.append(draw_structure(chosen, title=f"{title}: {name}" if title else name))
+    return figs
+

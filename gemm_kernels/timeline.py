@@ -8,7 +8,8 @@ legend entry and one way of being drawn (``KINDS``):
   event has one), MMAs, TMEM loads (``tcgen05.ld``), TMA stores; a bar narrower than
   ``MIN_BAR`` of the panel's span is widened to it so that it stays visible;
 * thin lines: time a warp spends blocked in an mbarrier wait, ending in a dot when it is released;
-* ticks: instantaneous events (an arrive, a commit, a TMA issue).
+* ticks: instantaneous events (an arrive, an arrive that announces bytes, a commit, a TMA issue);
+  the kind of an event is read from the event (``kind_key``), never assumed from its op alone.
 
 An event of a kind not in ``KINDS`` is refused (no silent black fallback). Lane names are the same
 in every chapter: the emulator's single-CTA ``"TMA unit"`` is shown as ``"TMA"``, like the
@@ -60,10 +61,11 @@ KINDS = {
     "tma.store": Kind("#CC79A7", "TMA store", "bar"),
     "wait": Kind("#777777", "blocked in mbarrier wait", "wait"),
     "tmem.alloc": Kind("#B2182B", "blocked in tcgen05.alloc (TMEM full)", "wait"),
-    "arrive": Kind("#D55E00", "mbarrier arrive (expect_tx)", "tick"),
+    "arrive": Kind("#D55E00", "mbarrier.arrive", "tick"),
+    "arrive.expect_tx": Kind("#6A3D9A", "mbarrier.arrive.expect_tx (arrive + announce bytes)", "tick"),
     "commit": Kind("#00365A", "tcgen05.commit", "tick"),
     "tma.issue": Kind("#56B4E9", "TMA issued", "tick"),
-    "clc.try_cancel": Kind("#F0E442", "clusterlaunchcontrol.try_cancel", "tick"),
+    "clc.try_cancel": Kind("#F0E442", "clusterlaunchcontrol.try_cancel (its response lands on the barrier)", "tick"),
 }
 #: TMA loads of ring stage s are hatched STAGE_HATCHES[s % len]
 STAGE_HATCHES = ("", "////", "\\\\\\\\", "xxx")
@@ -87,6 +89,21 @@ def kind_of(op):
     except KeyError:
         raise ValueError(f"event kind {op!r} has no colour in gemm_kernels.timeline.KINDS; add it there "
                          f"(known: {', '.join(KINDS)})") from None
+
+
+def kind_key(e):
+    """The ``KINDS`` key an event is drawn, labelled and hovered as, read from the event itself: its
+    op, except that an arrive which announces bytes (``e.nbytes``, ``mbarrier.arrive.expect_tx``) is
+    not a plain ``mbarrier.arrive``."""
+    if e.op == "arrive" and e.nbytes:
+        return "arrive.expect_tx"
+    return e.op
+
+
+def instruction(e):
+    """What the event's hover names: the instruction the emulator recorded for it (``e.extra["ptx"]``,
+    e.g. ``mbarrier.arrive (remote)``), else its kind's label."""
+    return e.extra.get("ptx") or KINDS[kind_key(e)].label
 
 
 def time_label(trace):
@@ -182,10 +199,10 @@ def draw_timeline(trace, ax=None, title=None, lanes=None, max_ctas=1, *, t0=None
     span = max(e.end for e in events) - t0 or 1.0
     used = ax.timeline_ops
     for e in events:
-        kind = KINDS[e.op]
+        kind = KINDS[kind_key(e)]
         y = row[lane_name(e.lane)]
         start, width = e.start - t0, e.end - e.start
-        used.add(e.op)
+        used.add(kind_key(e))
         if kind.style == "wait":
             ax.plot([start, start + width], [y, y], color=kind.colour, lw=1.2, solid_capstyle="butt", zorder=2)
             ax.plot([start + width], [y], marker="o", ms=3.5, color=kind.colour, zorder=3)

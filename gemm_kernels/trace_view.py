@@ -94,8 +94,9 @@ def barrier_states(log):
     return out
 
 
-def _hover(e, lane):
-    parts = [f"<b>{timeline.KINDS[e.op].label}</b>", f"unit / lane: {lane}", f"CTA {e.cta}"]
+def _hover(e, lane, t0=0.0):
+    """An event's hover text; its times on the axis's clock (ns after ``t0``, the view's first event)."""
+    parts = [f"<b>{timeline.instruction(e)}</b>", f"unit / lane: {lane}", f"CTA {e.cta}"]
     if e.warp >= 0:
         parts.append(f"warp {e.warp} (threads {32 * e.warp}..{32 * e.warp + 31})")
     if e.barrier:
@@ -106,7 +107,7 @@ def _hover(e, lane):
         parts.append(f"{e.nbytes} bytes")
     if e.detail:
         parts.append(e.detail.replace("cols", "TMEM columns"))
-    parts.append(f"{e.start:.0f} .. {e.end:.0f} ns")
+    parts.append(f"{e.start - t0:.0f} .. {e.end - t0:.0f} ns")
     return "<br>".join(parts)
 
 
@@ -118,7 +119,8 @@ BOOK_BUILD_ENV = "GEMM_KERNELS_BOOK_BUILD"
 #: warp states the cursor shows for an event that covers it (tick events: "issuing")
 _DOING = {"wait": "waiting on {barrier} (parity {parity})", "tma.load": "copying into {region}",
           "mma": "computing an MMA", "tmem.ld": "tcgen05.ld, {detail}", "tma.store": "storing {nbytes} B",
-          "ld/st global": "ordinary global loads/stores", "arrive": "issuing an arrive on {barrier}",
+          "ld/st global": "ordinary global loads/stores", "arrive": "issuing an mbarrier.arrive on {barrier}",
+          "arrive.expect_tx": "issuing an mbarrier.arrive.expect_tx of {nbytes} B on {barrier}",
           "commit": "issuing tcgen05.commit to {barrier}", "tma.issue": "issuing a TMA load ({barrier})",
           "bar.sync": "waiting at {detail}", "tmem.alloc": "blocked in tcgen05.alloc of {detail}", "cluster.wait": "waiting at the cluster barrier",
           "bar.arrive": "arriving at {detail}", "cluster.arrive": "arriving at the cluster barrier",
@@ -138,18 +140,56 @@ class TraceView:
             timeline.kind_of(e.op)
         self.title, self.source = title, timeline.time_label(trace)
         self.lanes = lanes
-        self.t0 = min(e.start for e in events)
-        self.span = max(e.end for e in events) - self.t0 or 1.0
         strip = len({e.cta for e in events}) == 1
         self.names = {lane: timeline._display_name(lane, strip) for lane in lanes}
         self.events = events
         self.ctas = sorted({e.cta for e in events})
         self.syncs = [e for e in getattr(trace, "syncs", []) if e.cta in self.ctas
                       and timeline.lane_name(e.lane) in self.names]
+        # the axis, the slider, the hover and the state table share one clock and one span: a CTA
+        # barrier wait that starts before the first drawn event or ends after the last is inside it
+        self.t0 = min(e.start for e in events + self.syncs)
+        self.span = max(e.end for e in events + self.syncs) - self.t0 or 1.0
         self.log = log
         self.strip = strip
         self.structure_fig = structure_fig
         self.steps = self._steps(log, set(self.ctas)) if log is not None else []
+        self.tour = []  # guided stops: (time from t0, lane label, sentence), see add_stop
+
+    # -- a guided walk-through ----------------------------------------------------------------------
+    def add_stop(self, where, text, *, lane=None, nth=0, at="start", state=None):
+        """Add a stop to the view's walk-through: the cursor goes to the ``nth`` (from 0) drawn event,
+        in time order, that ``where(event)`` accepts (its start, or its end with ``at="end"``), the event's lane is
+        picked (its barrier lit in the structure diagram) and ``text`` is shown. ``state``: words
+        that the picked lane's state must contain at that instant (checked here, so a sentence
+        that no longer describes the trace fails the page); ``lane``: only events of the lane with
+        this label (as the plot names it, e.g. "CTA 1 writeback"). Returns the view, for chaining."""
+        if at not in ("start", "end"):
+            raise ValueError(f'at must be "start" or "end", got {at!r}')
+        matches = [e for e in sorted(self.events, key=lambda e: e.start)
+                   if where(e) and (lane is None or self._label(e.lane) == lane)]
+        event = matches[nth] if len(matches) > nth else None
+        if event is None:
+            raise ValueError(f"no drawn event matches the stop {text!r}: change its selector or the run")
+        t = round((event.start if at == "start" else event.end) - self.t0, 2)
+        lane = self._label(event.lane)  # picked at the stop
+        if state is not None:
+            now = self.state_at(lane, t)
+            if state not in now:
+                raise AssertionError(f"the stop {text!r} expects {lane} to be {state!r} at {t} ns; "
+                                     f"the trace says {now!r}")
+        self.tour.append((t, lane, text))
+        return self
+
+    def state_at(self, lane, t):
+        """What the state table says of ``lane`` at ``t`` ns (the page's script, in Python: a wait
+        wins over an operation running at the same instant)."""
+        eps, found = 1e-6, ""
+        for label, start, end, text, _ in self._state_rows():
+            if label == lane and start - eps <= t and (t < end - eps or (end - start < 1.01 and abs(t - start) < eps)):
+                if not found or text.startswith("waiting"):
+                    found = text
+        return found or "no traced operation (idle or computing)"
 
     def _steps(self, log, ctas):
         """[(ns, text, lines)]: every mbarrier's state after each change (the same replay the page's
@@ -176,7 +216,7 @@ class TraceView:
             fields = {"barrier": e.barrier, "parity": e.extra.get("parity", (e.phase + 1) & 1),
                       "region": e.extra.get("region", "shared memory"), "detail": e.detail.replace("cols", "columns"),
                       "nbytes": e.nbytes}
-            text = _DOING[e.op].format(**fields)
+            text = _DOING[timeline.kind_key(e)].format(**fields)
             key = ""
             if e.op == "wait":
                 key = self._bar_key(e.cta, e.barrier)
@@ -206,7 +246,7 @@ class TraceView:
         times = sorted({r[1] for r in rows} | {r[2] for r in rows} | {c[0] for c in changes})
         lanes = [self.names[lane] for lane in self.lanes]
         data = {"span": round(self.span, 2), "lanes": lanes, "rows": rows, "keys": keys, "changes": changes,
-                "times": times}
+                "times": times, "tour": [list(stop) for stop in self.tour]}
         if self.structure_fig is not None:
             import base64
             import io
@@ -227,11 +267,11 @@ class TraceView:
         data = []
         y_of = {lane: self.names[lane] for lane in self.lanes}
         for op, kind in timeline.KINDS.items():
-            evs = [e for e in self.events if e.op == op]
+            evs = [e for e in self.events if timeline.kind_key(e) == op]
             if not evs:
                 continue
             ys = [y_of[timeline.lane_name(e.lane)] for e in evs]
-            hover = [_hover(e, y_of[timeline.lane_name(e.lane)]) for e in evs]
+            hover = [_hover(e, y_of[timeline.lane_name(e.lane)], self.t0) for e in evs]
             starts = [round(e.start - self.t0, 1) for e in evs]
             if kind.style == "tick":
                 data.append({"type": "scatter", "mode": "markers", "name": kind.label, "x": starts, "y": ys,
@@ -288,7 +328,14 @@ class TraceView:
 
 
 _HTML = """<div class="gk-interactive gk-debugger" id="IDENT" tabindex="0" style="width:100%;font-size:14px;outline:none">
+<p class="gk-fallback" style="color:#555;font-style:italic">The interactive trace view is drawn by its own script,
+which has not run here: in a saved notebook, trust it or run this cell again.</p>
 <div class="gk-plot" style="width:100%;height:HEIGHTpx"></div>
+<div class="gk-tour" style="display:none;align-items:center;gap:8px;margin:6px 0;padding:6px 8px;background:#F4F7FB;border-left:4px solid #3A6EA5;font-size:14px">
+<button class="gk-tour-prev" title="previous stop of the walk-through">&#9664; stop</button>
+<button class="gk-tour-next" title="next stop of the walk-through">stop &#9654;</button>
+<span class="gk-tour-text" style="flex:1">A guided walk-through: press "stop &#9654;".</span>
+</div>
 <div class="gk-controls" style="display:flex;align-items:center;gap:8px;margin:6px 0;font-size:14px">
 <button class="gk-prev" title="previous event (left arrow)">&#9664; event</button>
 <input class="gk-cursor" type="range" min="0" step="any" style="flex:1" aria-label="time cursor">
@@ -307,6 +354,7 @@ or use the arrow keys (previous / next event). Pick a warp to highlight the barr
 
 _JS = r"""
 var root=document.getElementById(ID),D=P.dbg,plot=root.querySelector('.gk-plot');
+root.querySelector('.gk-fallback').style.display='none';
 var cur=root.querySelector('.gk-cursor'),num=root.querySelector('.gk-time');
 var picked=null,t=0;
 cur.max=D.span;root.dataset.times=JSON.stringify(D.times);
@@ -359,6 +407,14 @@ root.querySelector('.gk-next').onclick=function(){step(1);};
 root.addEventListener('keydown',function(ev){if(ev.target===num)return;
  if(ev.key==='ArrowRight'){step(1);ev.preventDefault();}else if(ev.key==='ArrowLeft'){step(-1);ev.preventDefault();}});
 root.gkGo=go;root.gkStep=step;root.gkPick=function(l){picked=l;render();};
+var stop=-1,tour=root.querySelector('.gk-tour');
+function tourGo(i){if(!D.tour.length)return;stop=Math.max(0,Math.min(D.tour.length-1,i));var s=D.tour[stop];
+ picked=s[1];go(s[0]);root.querySelector('.gk-tour-text').textContent='Stop '+(stop+1)+' of '+D.tour.length+' ('+s[0].toFixed(1)+' ns, '+s[1]+'): '+s[2];
+ root.dataset.stop=stop;}
+if(D.tour&&D.tour.length){tour.style.display='flex';
+ root.querySelector('.gk-tour-prev').onclick=function(){tourGo(stop-1);};
+ root.querySelector('.gk-tour-next').onclick=function(){tourGo(stop+1);};}
+root.gkTour=tourGo;
 go(0);
 """
 
@@ -366,7 +422,7 @@ go(0);
 def explore(chapter, a, b, *, title="", max_ctas=1, structure=True, **config):
     """The interactive view of chapter ``chapter``'s kernel on ``a``, ``b`` (always the emulator:
     the barrier states come from its model of the mbarriers), with the run's structure diagram
-    (``structure=False``: without)."""
+    (``structure=False``: without). ``view.add_stop(...)`` adds a guided walk-through."""
     trace, log = run_traced(chapter, a, b, **config)
     fig = None
     if structure:

@@ -513,5 +513,103 @@ def k_mixed_cta_group(tmap, x, out, fout):
 MIXED_CTA_GROUP = k_mixed_cta_group
 
 #: op name -> its kernel (k_<name>), for every op in gemm_kernels.ptx.REGISTRY
+
+# -- step 11: FP8 and block-scaled MMAs, scale factors into TMEM ------------------------------------
+IDESC_F8 = layouts.make_instr_desc_f8f6f4(128, 256)
+IDESC_F8_CG2 = layouts.make_instr_desc_f8f6f4(256, 256, cta_group=2)
+IDESC_MXF8 = layouts.make_instr_desc_block_scaled(128, 256, kind="mxf8f6f4", a_dtype="e4m3", b_dtype="e4m3",
+                                                  scale_dtype="ue8m0")
+IDESC_MXF8_CG2 = layouts.make_instr_desc_block_scaled(256, 256, kind="mxf8f6f4", a_dtype="e4m3",
+                                                      b_dtype="e4m3", scale_dtype="ue8m0", cta_group=2)
+IDESC_NVF4 = layouts.make_instr_desc_block_scaled(128, 256, kind="mxf4nvf4", a_dtype="e2m1", b_dtype="e2m1",
+                                                  scale_dtype="ue4m3")
+IDESC_NVF4_CG2 = layouts.make_instr_desc_block_scaled(256, 256, kind="mxf4nvf4", a_dtype="e2m1",
+                                                      b_dtype="e2m1", scale_dtype="ue4m3", cta_group=2)
+SF_DESC_HI = uint64(layouts.make_smem_desc(0, lbo=16, sbo=128, swizzle="none"))  # 8 rows of 16 bytes per 128
+
+
+@cuda.jit(device=True, forceinline=True)
+def _sf_desc(addr):
+    return SF_DESC_HI | uint64((addr & uint32(0x3FFFF)) >> uint32(4))
+
+
+def k_tcgen05_cp_32x128b_warpx4(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    sf = cuda.shared.array(512, uint8, alignment=128)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_cp_32x128b_warpx4(slot[0] + (x & uint32(4)), _sf_desc(ptx.shared_addr(sf)))
+
+
+def k_tcgen05_cp_32x128b_warpx4_cg2(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    sf = cuda.shared.array(512, uint8, alignment=128)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_cp_32x128b_warpx4_cg2(slot[0] + (x & uint32(4)), _sf_desc(ptx.shared_addr(sf)))
+
+
+def k_tcgen05_mma_f8f6f4(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    a = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    b = cuda.shared.array(B_BYTES, uint8, alignment=1024)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_mma_f8f6f4(slot[0], sw128_kmajor_desc(ptx.shared_addr(a)), sw128_kmajor_desc(ptx.shared_addr(b)),
+                           IDESC_F8, x & uint32(1))
+
+
+def k_tcgen05_mma_f8f6f4_cg2(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    a = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    b = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_mma_f8f6f4_cg2(slot[0], sw128_kmajor_desc(ptx.shared_addr(a)),
+                               sw128_kmajor_desc(ptx.shared_addr(b)), IDESC_F8_CG2, x & uint32(1))
+
+
+def k_tcgen05_mma_mxf8f6f4(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    a = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    b = cuda.shared.array(B_BYTES, uint8, alignment=1024)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_mma_mxf8f6f4(slot[0], sw128_kmajor_desc(ptx.shared_addr(a)), sw128_kmajor_desc(ptx.shared_addr(b)),
+                             IDESC_MXF8, slot[0] + uint32(256), slot[0] + uint32(260), x & uint32(1))
+
+
+def k_tcgen05_mma_mxf8f6f4_cg2(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    a = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    b = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_mma_mxf8f6f4_cg2(slot[0], sw128_kmajor_desc(ptx.shared_addr(a)),
+                                 sw128_kmajor_desc(ptx.shared_addr(b)), IDESC_MXF8_CG2, slot[0] + uint32(256),
+                                 slot[0] + uint32(260), x & uint32(1))
+
+
+def k_tcgen05_mma_mxf4nvf4(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    a = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    b = cuda.shared.array(B_BYTES, uint8, alignment=1024)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_mma_mxf4nvf4(slot[0], sw128_kmajor_desc(ptx.shared_addr(a)), sw128_kmajor_desc(ptx.shared_addr(b)),
+                             IDESC_NVF4, slot[0] + uint32(256), slot[0] + uint32(260), x & uint32(1))
+
+
+def k_tcgen05_mma_mxf4nvf4_cg2(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    slot = cuda.shared.array(1, uint32)
+    a = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    b = cuda.shared.array(BOX_BYTES, uint8, alignment=1024)
+    out[0] = ptx.shared_addr(bars) + x
+    ptx.tcgen05_mma_mxf4nvf4_cg2(slot[0], sw128_kmajor_desc(ptx.shared_addr(a)),
+                                 sw128_kmajor_desc(ptx.shared_addr(b)), IDESC_NVF4_CG2, slot[0] + uint32(256),
+                                 slot[0] + uint32(260), x & uint32(1))
+
+
 OP_KERNELS = {name[2:]: fn for name, fn in dict(globals()).items()
               if name.startswith("k_") and fn not in (k_baseline, k_no_smem, k_mixed_cta_group)}

@@ -347,7 +347,8 @@ def test_tmem_hazard_mma_while_ld_outstanding(policy):
     tcgen05.wait::ld: the next tile's MMA is issued over columns with loads outstanding. Guaranteed
     under eager and lazy (the race is between threads, not with an async unit)."""
     _raises(E.TmemHazard, lambda: acc_reuse(1, policy), "thread 128 (warp 4, lane 0)",
-            "issued an MMA into TMEM columns 0..127", "has a tcgen05.ld of columns", "outstanding")
+            "issued an MMA at tests/emu_kernels.py:", "into TMEM columns 0..127", "has a tcgen05.ld of columns",
+            "(at tests/emu_kernels.py:", "outstanding")
 
 
 @pytest.mark.parametrize("policy,seed", ALL)

@@ -59,6 +59,13 @@ def _cuda_include():
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory):
     """The oracle's output, parsed: compiled and run once per session."""
+    return run_oracle(ORACLE_SRC, tmp_path_factory, ("IDESC", "SMEM", "UMMA", "SWZ", "TILE"))
+
+
+def run_oracle(src, tmp_path_factory, kinds):
+    """Compile the host-only C++ program ``src`` against CUTLASS's headers, run it, and return its
+    records {kind: [fields of each line starting with kind]}; skips (with what to install) when g++
+    or the headers are missing."""
     cxx = shutil.which("g++")
     if cxx is None:
         pytest.skip("g++ not found: install it (Debian: apt-get install g++) to cross-check against CUTLASS")
@@ -70,14 +77,14 @@ def oracle(tmp_path_factory):
     if cuda_inc is None:
         pytest.skip("CUDA headers (cuda_runtime_api.h + crt/host_defines.h) not found: pip install "
                     "nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 (tools/setup.sh does), or set CUDA_HOME")
-    exe = tmp_path_factory.mktemp("cutlass_oracle") / "oracle"
+    exe = tmp_path_factory.mktemp("cutlass_oracle") / Path(src).stem
     cmd = [cxx, "-std=c++17", "-O0", "-Wno-deprecated-declarations", f"-I{cutlass_inc}",
-           f"-I{cuda_inc / 'cccl'}", f"-I{cuda_inc}", str(ORACLE_SRC), "-o", str(exe)]
+           f"-I{cuda_inc / 'cccl'}", f"-I{cuda_inc}", str(src), "-o", str(exe)]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, f"oracle did not compile:\n{' '.join(cmd)}\n{build.stderr[-4000:]}"
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    out = {"IDESC": [], "SMEM": [], "UMMA": [], "SWZ": [], "TILE": []}
+    out = {kind: [] for kind in kinds}
     for line in run.stdout.splitlines():
         # CuTe prints "ERROR: cast_smem_ptr_to_uint not supported" on the host: start address 0
         kind, _, rest = line.partition(" ")

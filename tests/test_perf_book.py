@@ -1,5 +1,7 @@
 """The stored predictions the book shows are current, the calibration table reproduces, and the
 B200-side helpers (model beside measurements, the measured ladder) work on a measured report."""
+from pathlib import Path
+
 import pytest
 
 from gemm_kernels.perf import book, calibration, predictions
@@ -117,3 +119,43 @@ def test_the_page_reads_a_clock_from_tensor_core_bound_points():
     page = render(rep, predict=lambda *a: pred)
     clock = params.value("clock_ghz") * 0.85
     assert "| below |" in page and f"`clock_ghz` alone, that is {clock:.3g} GHz" in page
+
+
+def test_benchmarking_page_prints_no_stray_value():
+    """Issue 31: a code cell whose last statement is an expression shows its value on the page (a
+    stray string, for a ``says`` call). Every cell of the benchmarking page ends in a statement, a
+    print, a glue or a plt.show() (each returns None)."""
+    import ast
+
+    import jupytext
+
+    nb = jupytext.read(Path(__file__).resolve().parents[1] / "book" / "benchmarking.md")
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        body = ast.parse("\n".join(line for line in cell.source.split("\n") if not line.startswith((":", "%"))))
+        last = body.body[-1] if body.body else None
+        if isinstance(last, ast.Expr):
+            call = last.value
+            name = getattr(getattr(call, "func", None), "attr", getattr(getattr(call, "func", None), "id", None))
+            assert isinstance(call, ast.Call) and name in ("print", "show", "glue"), ast.unparse(last)
+
+
+def test_calibration_table_columns_line_up():
+    """Issue 31: each value of the calibration table sits under its header: a right-aligned column's
+    values end where its header ends, a left-aligned one's start where it starts."""
+    rows = calibration.evaluate(predict=lambda c, m, n, k, d, cols: book.Stored(predictions.load(), c, m, d, cols))
+    lines = calibration.table(rows).split("\n")
+    header, body = lines[0], lines[2:-1]
+    edge = 0
+    for name, width, align in calibration.COLUMNS:
+        start, end = edge, edge + width
+        assert header[start:end].strip() == name
+        for line in body:
+            cell = line[start:end]
+            assert cell.strip(), (name, line)
+            if align == ">":
+                assert cell.endswith(cell.strip()[-1]) and header[start:end].endswith(name), (name, line)
+            else:
+                assert not cell.startswith(" "), (name, line)
+        edge = end

@@ -22,18 +22,14 @@ def test_no_stored_prediction_above_the_sustained_peak():
         assert r["tflops_high"] <= params.peak_tflops(params.OPTIMISTIC), r
 
 
-def test_no_design_above_the_best_published_cublas():
-    """cuBLAS uses every mechanism our chapters have (two-CTA MMAs, deep rings, overlapped
-    epilogues), so the model names none that would let a chapter beat it: no nominal figure at a
-    size where a peer published cuBLAS lies above that figure (beyond the model's resolution). The
-    clock (params.py) is what holds the best design there."""
-    checked = 0
-    for r in predictions.load()["results"]:
-        best = peers.best_cublas(r["m"]) if r["m"] == r["n"] == r["k"] else None
-        if best is not None:
-            assert r["tflops"] <= best * (1 + RESOLUTION), (r["chapter"], r["m"], r["tflops"], best)
-            checked += 1
-    assert checked >= 10
+def test_no_clock_below_what_the_best_published_figure_needs():
+    """Issue 29: the clock is no longer set so that the best published figure is the model's ceiling
+    ("no design above cuBLAS" held by construction). What must hold instead: every clock of the
+    range allows every published B200 figure (no published kernel or cuBLAS figure above the
+    tensor core's peak at the range's low end)."""
+    best = max(max(p.tflops, p.cublas or 0) for p in peers.PEERS if p.gpu == "B200")
+    clock = params.PARAMS["clock_ghz"]
+    assert params.peak_tflops(params.NOMINAL.with_(clock_ghz=clock.low)) > best
 
 
 @pytest.mark.parametrize("chapter,depth", [(4, None), (6, 2), (7, 4), (8, None), (9, None)])
@@ -78,7 +74,7 @@ def test_the_depth_gain_comes_from_the_tma_latency():
 
 def test_the_ladder_climbs_in_the_published_order():
     """At 8192^3 the model's figures rise along the published ladder's steps up to the two-CTA step:
-    persistent (depth 2), warp-specialised depth 2, depth 4 (latency hidden: shared memory then
+    persistent (depth 2), warp-specialised depth 2, depth 4 (latency hidden: a bandwidth then
     limits), two CTAs (half the shared-memory and L2 bytes per FLOP: the tensor core limits). Step 9
     adds no unit the model can relieve: both pair steps keep the tensor core nearly busy, so the
     model puts them within a few percent of each other (the published ladder has step 9 ahead;
@@ -88,7 +84,9 @@ def test_the_ladder_climbs_in_the_published_order():
     rows = [predictions.lookup(data, c, 8192, d) for c, d in steps]
     figures = [r["tflops"] for r in rows]
     assert figures == sorted(figures), figures
-    assert [r["bottleneck"] for r in rows[2:]] == ["shared memory", "tensor core"]
+    # depth 4 hides the latency and a bandwidth then limits (at the sourced clock the L2's share per
+    # cycle is below shared memory's: either may be named); the pair step is the tensor core's
+    assert rows[2]["bottleneck"] in ("shared memory", "L2", "TMA") and rows[3]["bottleneck"] == "tensor core"
     r9 = predictions.lookup(data, 9, 8192)
     assert r9["bottleneck"] == "tensor core" and abs(r9["tflops"] / rows[-1]["tflops"] - 1) < 0.05
 
@@ -207,14 +205,16 @@ def test_the_emulator_imports_nothing_from_perf():
             assert not any(n.startswith("..perf") or n.startswith("gemm_kernels.perf") for n in names), (f.name, names)
 
 
-def test_the_clock_range_rests_on_its_sources():
-    """The sustained clock is no published figure, and its source text says so (it is derived); its
-    low end is the bound the best published B200 figure at 8192^3 sets (no lower clock could give
-    that figure at 8192 FLOP/cycle on 148 SMs), and every parameter names its basis."""
+def test_the_clock_rests_on_its_sources():
+    """The clock is a measured B200 clock under back-to-back tensor-core load (flashinfer PR #2899:
+    1965 MHz falling to about 1580 MHz near 1000 W), not a figure fitted to a GEMM result; its high end
+    is the boost clock, and the H200 analogue at its power limit lies inside the range. Every
+    parameter names its basis, and only the TMA's latency is calibrated."""
     clock = params.PARAMS["clock_ghz"]
-    assert clock.basis == "derived" and "NOT A PUBLISHED FIGURE" in clock.source
-    best = max(p.tflops for p in peers.PEERS if p.gpu == "B200" and p.shape == "8192 x 8192 x 8192")
-    at_low = params.peak_tflops(params.NOMINAL.with_(clock_ghz=clock.low))
-    assert best <= at_low < best * (1 + RESOLUTION)
+    assert clock.basis == "sourced"
+    assert "flashinfer" in clock.source and "1965 MHz" in clock.source and "1580 MHz" in clock.source
+    assert clock.value == 1.58 and clock.high == 1.965
+    assert clock.low <= 1500 / 1830 * 1.965 <= clock.high  # the H200 analogue's ratio applied to the boost
     assert clock.low <= clock.value <= clock.high
     assert {p.basis for p in params.PARAMS.values()} <= {"sourced", "derived", "calibrated"}
+    assert [k for k, p in params.PARAMS.items() if p.basis == "calibrated"] == ["tma_l2_latency_cycles"]

@@ -87,6 +87,16 @@ SASS_SM100 = {
     "tmem_ld_32x32b_x32": ("LDTM.x32", None),
     "tmem_ld_32x32b_x64": ("LDTM.x64", None),
     "tmem_wait_ld": None,                                # a scoreboard wait, no instruction
+    # tcgen05, step 11: FP8 ("Q") and FP4 ("O") MMAs; block-scaled ones take a third TMEM operand
+    # (the scale factors); the scale-factor copy
+    "tcgen05_mma_f8f6f4": ("UTCQMMA", None),
+    "tcgen05_mma_f8f6f4_cg2": ("UTCQMMA.2CTA", None),
+    "tcgen05_mma_mxf8f6f4": ("UTCQMMA", None),
+    "tcgen05_mma_mxf8f6f4_cg2": ("UTCQMMA.2CTA", None),
+    "tcgen05_mma_mxf4nvf4": ("UTCOMMA.4X", None),        # .4X: four scale factors per row per MMA
+    "tcgen05_mma_mxf4nvf4_cg2": ("UTCOMMA.2CTA.4X", None),
+    "tcgen05_cp_32x128b_warpx4": ("UTCCP.T.S.4x32dp128bit", None),
+    "tcgen05_cp_32x128b_warpx4_cg2": ("UTCCP.T.S.2CTA.4x32dp128bit", None),
     # TMA
     "tma_load_2d": ("UTMALDG.2D", None),
     "tma_load_2d_cg2": ("UTMALDG.2D.2CTA", None),
@@ -290,6 +300,21 @@ def test_split_descriptor_mma_twin_composes_the_full_descriptor(monkeypatch):
             assert (g, d, idesc, acc) == (group, 7, 0x08200010, 1)
             assert int(a_desc) == make_smem_desc(addr + 32, lbo=16, sbo=SBO_8_ROWS_128B, swizzle="128B")
             assert int(b_desc) == make_smem_desc(addr, lbo=16, sbo=SBO_8_ROWS_128B, swizzle="128B")
+
+
+@needs_nvdisasm
+def test_block_scaled_mma_reads_the_scale_factors_from_tmem():
+    """In SASS a block-scaled MMA names one more TMEM operand than the unscaled FP8 MMA (two with
+    scale factors: A's and B's addresses share the instruction's extra operands); the FP16 MMA is a
+    different instruction (UTCHMMA)."""
+    def tmem_operands(op, opcode):
+        lines = [ln for ln in _op_build(op).sass.splitlines() if re.search(rf"\s{re.escape(opcode)}\s", ln)]
+        assert len(lines) == 1, (op, lines)
+        return lines[0].count("tmem[")
+    plain = tmem_operands("tcgen05_mma_f8f6f4", "UTCQMMA")
+    assert tmem_operands("tcgen05_mma_mxf8f6f4", "UTCQMMA") == plain + 1
+    assert tmem_operands("tcgen05_mma_mxf4nvf4", "UTCOMMA.4X") == plain + 1
+    assert "UTCHMMA" not in _op_build("tcgen05_mma_f8f6f4").opcodes
 
 
 @needs_nvdisasm

@@ -171,3 +171,17 @@ def test_pair_picture_from_the_trace(step8):
     plt.close(fig)
     with pytest.raises(ValueError, match="cta_group::2"):
         pair_view.pair_layout(*_run(5, (128, 128, 64), pipe_depth=2))
+
+
+def test_pair_structures_are_drawn_in_parts_legible_at_page_width():
+    """Chapters 8-10 draw their structure in parts (issue 31: one diagram was 1,700-2,100 px tall and
+    its wait arrows merged into a comb): every barrier lands in exactly one part, each part is under
+    1300 px tall at the book's DPI."""
+    figs = structure.structure_parts(10, *random_operands(512, 512, 128), num_clusters=1)
+    drawn = [(b.name, b.cta) for f in figs for b in f.structure_barriers]
+    assert len(drawn) == len(set(drawn)) and {"clc_full[s]", "tma2mma[s]", "ld2mma[s]"} <= {n for n, _ in drawn}
+    assert all(f.get_size_inches()[1] * f.dpi < 1300 for f in figs), [f.get_size_inches() for f in figs]
+    for f in figs:
+        plt.close(f)
+    with pytest.raises(ValueError, match="in no part"):
+        structure.structure_parts(10, *random_operands(512, 512, 128), num_clusters=1, parts=structure.PARTS[:2])

@@ -47,7 +47,7 @@ def test_figure_has_every_kind_once_with_hover_fields(step5):
     fig = trace_view.TraceView(trace, log, title="t").figure()
     names = [d["name"] for d in fig["data"]]
     assert len(names) == len(set(names))
-    assert set(names) == {timeline.KINDS[e.op].label for e in trace.events if e.cta == 0}
+    assert set(names) == {timeline.KINDS[timeline.kind_key(e)].label for e in trace.events if e.cta == 0}
     loads = next(d for d in fig["data"] if d["name"] == timeline.KINDS["tma.load"].label)
     assert all(c == timeline.KINDS["tma.load"].colour for c in [loads["marker"]["color"]])
     hover = loads["hovertext"][0]
@@ -114,7 +114,7 @@ var inited=[].slice.call(document.querySelectorAll('.gk-debugger')).filter(funct
 return JSON.stringify({inited:inited,views:document.querySelectorAll('.gk-debugger').length,h0:h0,h1:pl.getBoundingClientRect().height,w0:w0,page:document.body.clientWidth,at:at,T:T.slice(0,8),
  right:right,left:left,lanes:lanes.length,waited:el.dataset.waited,hl:hl.style.display,bold:!!bold,
  bars:el.querySelectorAll('.gk-bars tr.gk-bar').length,svg:el.querySelectorAll('.main-svg').length,
- minfont:Math.min.apply(null,sizes)});})()"""
+ minfont:Math.min.apply(null,sizes),fallback:getComputedStyle(el.querySelector('.gk-fallback')).display});})()"""
 
 
 @pytest.mark.slow
@@ -133,11 +133,12 @@ def test_debugger_in_headless_chromium(step5, tmp_path, monkeypatch):
     monkeypatch.delenv(trace_view.BOOK_BUILD_ENV, raising=False)
     fig = structure.draw_structure(structure.handoffs(trace, log))
     view = trace_view.TraceView(trace, log, title="step 5", structure_fig=fig)
+    view.add_stop(lambda e: e.op == "wait", "the first wait", state="waiting on")
     page = tmp_path / "view.html"
     # the same view twice (a re-run cell, or two open notebooks in JupyterLab's one document): each
     # rendering finds its own element
     page.write_text("<html><body>" + view._repr_html_() + view._repr_html_() + "</body></html>")
-    report = chromium_page.load(page.as_uri(), [PROBE])
+    report = chromium_page.load(page.as_uri(), [PROBE, TOUR_PROBE])
     assert not report.errors and not report.requests, (report.errors, report.requests)
     got = json.loads(report.values[PROBE])
     times = view.debugger_data()["times"]
@@ -149,6 +150,18 @@ def test_debugger_in_headless_chromium(step5, tmp_path, monkeypatch):
     assert got["lanes"] == len(view.lanes) and got["bars"] == 4
     assert got["waited"] and got["hl"] == "block" and got["bold"], got
     assert got["minfont"] >= 13, got
+    assert got["fallback"] == "none", got  # the "script has not run" note goes once the view draws
+    tour = json.loads(report.values[TOUR_PROBE])  # the walk-through's first stop: cursor, lane, sentence
+    (t_stop, lane_stop, _), = view.tour
+    assert tour["shown"] == "flex" and abs(tour["at"] - t_stop) < 1e-6 and tour["picked"] == lane_stop, tour
+    assert "Stop 1 of 1" in tour["text"] and "the first wait" in tour["text"] and tour["waited"], tour
+
+
+TOUR_PROBE = """(function(){var el=document.querySelector('.gk-debugger');
+el.querySelector('.gk-tour-next').click();
+var row=el.querySelector('.gk-warps tr[data-lane][style*="FFE9E9"]');
+return JSON.stringify({shown:getComputedStyle(el.querySelector('.gk-tour')).display,at:Number(el.dataset.cursor),
+ picked:row?row.dataset.lane:null,text:el.querySelector('.gk-tour-text').textContent,waited:el.dataset.waited});})()"""
 
 
 def test_every_event_kind_has_a_debugger_state():
@@ -156,3 +169,23 @@ def test_every_event_kind_has_a_debugger_state():
     clc.try_cancel was missing: its page's view raised a KeyError)."""
     missing = set(timeline.KINDS) - set(trace_view._DOING)
     assert not missing, f"add these event kinds to trace_view._DOING: {sorted(missing)}"
+
+
+def test_a_walk_through_stops_at_the_events_it_names(step5):
+    """add_stop finds its event in the trace, picks its lane and checks the sentence's state against
+    the state table: a stop whose event is gone, or whose state is not what the trace says, fails."""
+    trace, log = step5
+    view = trace_view.TraceView(trace, log)
+    view.add_stop(lambda e: e.op == "mma", "the first MMA", state="computing an MMA")
+    view.add_stop(lambda e: e.op == "wait", "a wait, at its end", nth=1, at="end")
+    mma = min((e for e in view.events if e.op == "mma"), key=lambda e: e.start)
+    waits = sorted((e for e in view.events if e.op == "wait"), key=lambda e: e.start)
+    assert view.tour[0] == (round(mma.start - view.t0, 2), view._label(mma.lane), "the first MMA")
+    assert view.tour[1][0] == round(waits[1].end - view.t0, 2)
+    assert view.debugger_data()["tour"] == [list(stop) for stop in view.tour]
+    with pytest.raises(ValueError, match="no drawn event matches"):
+        view.add_stop(lambda e: e.op == "clc.try_cancel", "step 5 has no scheduler")
+    with pytest.raises(AssertionError, match="expects"):
+        view.add_stop(lambda e: e.op == "mma", "the tensor core waits", state="waiting on")
+    with pytest.raises(ValueError, match="at must be"):
+        view.add_stop(lambda e: True, "x", at="middle")

@@ -135,7 +135,7 @@ def test_b200_path_cancels_clusters(monkeypatch):
     gpu = FakeGpu(dataclasses.replace(B200, sm_count=4), executor=emulated).install(monkeypatch)
     try:
         a, b = random_operands(300, 517, 64, seed=7)
-        d = gemm_v10(a, b, backend="blackwell")
+        d = gemm_v10(a, b, backend="blackwell", tile_n=256)  # the wide tile: 2 x 3 clusters
     finally:
         FakeGpu.reset_caches()
     res = compare(d, a, b)
@@ -145,3 +145,70 @@ def test_b200_path_cancels_clusters(monkeypatch):
     assert launch.grid[0] == 2 * 6 and launch.cluster[0] == 2, "a cluster (of 2 CTAs) per tile"
     clc = seen["launch"].clc
     assert clc.resident == 2 and clc.cancelled == {2, 3, 4, 5} and clc.started == {0, 1}
+
+
+# -- the tile's width (choose_tile_n) -----------------------------------------------------------------
+
+def test_choose_tile_n_takes_the_narrow_tile_only_where_the_busiest_pair_gains():
+    assert v10.choose_tile_n(4096, 4096) == 128  # 256 wide tiles: the busiest of 74 pairs takes 4 (3.46)
+    assert v10.choose_tile_n(8192, 8192) == 256  # a tie (14 wide or 28 narrow): the wide tile stays
+    assert v10.choose_tile_n(4000, 3000) == 256  # a tie too
+    assert v10.choose_tile_n(300, 256, pairs=1) == 256  # one pair: the same work either way
+    assert v10.choose_tile_n(300, 260, pairs=1) == 128  # ... unless the wide tile pads more columns
+    for m, n, pairs in ((4096, 4096, 74), (768, 512, 74), (2000, 3000, 74), (512, 512, 2)):
+        work = {tn: -(-(-(-m // 256) * -(-n // tn)) // pairs) * tn for tn in v10.TILE_NS}
+        assert work[v10.choose_tile_n(m, n, pairs)] == min(work.values())
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_narrow_tile_ragged_in_m_n_and_k(policy):
+    """256 x 128 tiles with edges in M, N and K, five tiles on the emulator's 2 clusters, so that a
+    cluster takes three and the accumulator ring (four of 128 columns) is stepped past its start."""
+    a, b = random_operands(300, 530, 72, seed=8)
+    res = compare(gemm_v10(a, b, backend="emulator", policy=policy, seed=9, tile_n=128), a, b)
+    assert res.ok, res.report()
+
+
+def test_default_tile_is_the_chosen_one(monkeypatch):
+    chosen = {}
+    real = v10.make_kernel
+
+    def spy(depth, group, tile_n):
+        chosen["tile_n"], chosen["depth"] = tile_n, depth
+        return real(depth, group, tile_n)
+
+    monkeypatch.setattr(v10, "make_kernel", spy)
+    a, b = random_operands(*ONE_K_BLOCK, seed=1)
+    assert compare(gemm_v10(a, b, backend="emulator"), a, b).ok
+    assert chosen == {"tile_n": v10.choose_tile_n(*ONE_K_BLOCK[:2]), "depth": v10.DEPTH_FOR_TILE_N[chosen["tile_n"]]}
+
+
+def test_bad_tile_n(no_launch):
+    a = np.zeros((8, 16), np.float16)
+    with pytest.raises(ValueError, match="tile_n must be one of"):
+        gemm_v10(a, a, backend="emulator", tile_n=64)
+
+
+def test_choose_tile_n_agrees_with_the_performance_model():
+    """The host's rule (the busiest pair's work) picks the width the model predicts faster, wherever
+    the model's two figures differ by more than 2% (closer than that, the model cannot tell them
+    apart). Both widths as the kernel builds them: 256 x 256 with two accumulators and 6 stages,
+    256 x 128 with four and 8."""
+    from gemm_kernels.perf.choose import best, step10_variants
+
+    variants = step10_variants()
+    widths = {256: variants["as written (256 x 256)"],
+              128: variants["256 x 128 pair tile"].with_(accumulators=v10.TMEM_COLS // 128,
+                                                          stages=v10.DEPTH_FOR_TILE_N[128])}
+    assert widths[256].stages == v10.DEPTH_FOR_TILE_N[256] and widths[256].accumulators == v10.TMEM_COLS // 256
+    decided = 0
+    for m, n, k in [(s, s, s) for s in (1024, 1536, 2048, 3072, 4096, 6144, 8192)] + [
+            (4000, 3000, 4096), (2000, 3000, 4096), (8192, 4096, 4096), (5120, 5120, 1024)]:
+        _, _, table = best(widths, m, n, k)
+        fast, slow = sorted(table.values(), key=lambda p: -p.tflops)
+        if fast.tflops < 1.02 * slow.tflops:
+            continue
+        decided += 1
+        model_pick = max(table, key=lambda w: table[w].tflops)
+        assert v10.choose_tile_n(m, n) == model_pick, (m, n, k, {w: round(p.tflops) for w, p in table.items()})
+    assert decided >= 8

@@ -15,8 +15,8 @@ import time
 
 from gemm_kernels.chapters import CHAPTERS
 from gemm_kernels.perf import bench, calibration, predictions
+from gemm_kernels.perf import chapter_design, predict
 from gemm_kernels.perf.book import Stored
-from gemm_kernels.perf.model import predict
 
 
 def _key(point):
@@ -32,6 +32,7 @@ def wanted_points():
     wanted = {(c, (s, s, s), depth(c, d), None) for c, d in predictions.BOOK_RUNGS for s in predictions.BOOK_SIZES}
     wanted |= {(p.chapter, (p.size,) * 3, depth(p.chapter, p.pipe_depth), p.tmem_cols) for p in calibration.CALIBRATION}
     wanted |= {(c, (m, n, k), depth(c, None), None) for c, m, n, k in predictions.BOOK_SHAPES}
+    wanted |= {(c, (s, s, s), d, None) for c, s, d in predictions.LIKE_FOR_LIKE}
     return sorted(wanted, key=_key)
 
 
@@ -42,7 +43,8 @@ def predict_design(points):
     out = []
     for point in points:
         c, (m, n, k), d, cols = point
-        pred = predict(c, m, n, k, d, tmem_cols=cols)
+        design = chapter_design(c, d).with_(tmem_cols=cols)  # each chapter's kernel is one perf.Design
+        pred = predict(design, m, n, k, engine="emulator").detail
         out.append((point, bench.row(pred),
                     f"chapter {c} depth {d}{'' if cols is None else f' as a {cols}-column design'} {m} x {n} x {k}: "
                     f"{pred.range_text} TFLOP/s ({pred.bottleneck}, {pred.wall_s:.1f} s)"))

@@ -1,6 +1,6 @@
 """``bench``: TFLOP/s of each chapter beside cuBLAS, by the published protocol (gemm_kernels.bench).
 
-    python -m gemm_kernels bench [--chapters 1-9] [--sizes 2048,4096,8192] [--json FILE] [--plot FILE]
+    python -m gemm_kernels bench [--chapters 1-10] [--sizes 2048,4096,8192] [--json FILE] [--plot FILE]
 
 On a B200, ``--json F`` also writes F's stem + ``-vs-model.md``: your figures beside the model's
 ranges and the published figures, and what the differences say about the model's parameters.
@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import sys
 
+from ..chapters import CHAPTERS
 from ._common import CliError, check_output, non_negative_int, parsed as _parsed, positive_int
+
+
+def _depth_chapters():
+    """The chapters that take a pipeline depth, as " (5-10)", read from their configs ("" when none
+    does, as under a test that replaces the entries)."""
+    with_depth = [c for c in CHAPTERS if "pipe_depth" in CHAPTERS[c].config]
+    return f" ({min(with_depth)}-{max(with_depth)})" if with_depth else ""
 
 
 def add_parser(subparsers):
@@ -20,7 +28,8 @@ def add_parser(subparsers):
                               description="Benchmark each chapter's kernel beside cuBLAS on a B200 by the published "
                                           "protocol (warm-up, L2 flush, CUDA events, median of rounds, alternating "
                                           "order, fp16 uniform[-1,1) inputs, clocks reported).")
-    p.add_argument("--chapters", default="1-9", help="e.g. 1-9, 3,5,7 (default 1-9)")
+    every = f"{min(CHAPTERS)}-{max(CHAPTERS)}"  # every chapter, the last included (it was "1-9" after step 10 came)
+    p.add_argument("--chapters", default=every, help=f"e.g. {every}, 3,5,7 (default {every})")
     p.add_argument("--sizes", default="2048,4096,8192", help="cube sizes M=N=K (default 2048,4096,8192)")
     p.add_argument("--backend", choices=["blackwell", "emulator", "model"], default="blackwell",
                    help="blackwell (default; needs a B200), emulator (a virtual-clock MODEL at each chapter's "
@@ -32,8 +41,8 @@ def add_parser(subparsers):
     p.add_argument("--reps", type=positive_int, default=4, help="timed launches per kernel per round")
     p.add_argument("--no-cublas", action="store_true", help="skip the cuBLAS baseline")
     p.add_argument("--pipe-depth", default=None, metavar="D[,D...]",
-                   help="pipeline depths to time for the chapters that take one (5-9), e.g. 2,4; default: "
-                        "each chapter's own")
+                   help=f"pipeline depths to time for the chapters that take one{_depth_chapters()}, e.g. 2,4; "
+                        "default: each chapter's own")
     p.add_argument("--cublas-only", action="store_true",
                    help="time cuBLAS alone (any CUDA GPU): checks the protocol where there is no B200")
     p.set_defaults(func=run)

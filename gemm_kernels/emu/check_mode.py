@@ -93,6 +93,49 @@ class Verdict:
         for r in self.runs:
             print("  " + r.text())
 
+    def groups(self):
+        """[(orders, outcome)]: runs with the same outcome (the same diagnostic and first line, or
+        "ok") together, in the order first seen, so a report repeated under every order reads once."""
+        out = {}
+        for r in self.runs:
+            order, _, outcome = r.text().partition(": ")
+            out.setdefault(outcome, []).append(order)
+        return [(orders, outcome) for outcome, orders in out.items()]
+
+    def _repr_html_(self):
+        import html
+
+        groups = self.groups()
+        first_orders, first = groups[0]
+        head = (f"<p style='margin:0'><b>{html.escape(self.summary())}</b></p>"
+                f"<p style='margin:0.3em 0 0 1em'>{html.escape(', '.join(first_orders))}: {html.escape(first)}</p>")
+        rest = "".join(f"<p style='margin:0.3em 0 0 1em'>{html.escape(', '.join(o))}: {html.escape(t)}</p>"
+                       for o, t in groups[1:])
+        if rest:
+            n = sum(len(o) for o, _ in groups[1:])
+            head += (f"<details style='margin-left:1em'><summary>the other {n} completion order"
+                     f"{'s' if n > 1 else ''}, with {'another report' if len(groups) == 2 else 'other reports'}"
+                     f"</summary>{rest}</details>")
+        return f"<div style='font-family:monospace;font-size:12px;white-space:pre-wrap'>{head}</div>"
+
+    def __repr__(self):
+        lines = [self.summary()] + [f"  {', '.join(o)}: {t}" for o, t in self.groups()]
+        return "\n".join(lines)
+
+    def show(self):
+        """Display the verdict: in a notebook each distinct report once (orders that gave another
+        behind a toggle); elsewhere printed, one line per distinct report."""
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+
+            if get_ipython() is not None:
+                display(self)
+                return
+        except ImportError:  # pragma: no cover
+            pass
+        print(repr(self))
+
 
 def check(run_once, orders=ORDERS, launch="", verdict=None):
     """``run_once(policy, seed)`` runs the kernel and returns None (right) or a mismatch report; an
@@ -130,8 +173,8 @@ def check_entry(entry, a, b, orders=ORDERS, b200=False, **config):
 
 def check_variant(variant, m, n, k, orders=ORDERS):
     """For the chapters' "Break it" cells: a planted-bug variant (book_helpers.variant) under every
-    order; prints the verdict and returns it."""
+    order; shows the verdict (each distinct report once) and returns it."""
     a, b = random_operands(m, n, k)
     verdict = check_entry(variant.entry, a, b, orders)
-    verdict.print()
+    verdict.show()
     return verdict

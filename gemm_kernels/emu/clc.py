@@ -137,7 +137,9 @@ class ClcRequest(AsyncOp):
                 c.remote_access(thread, self.slot, int(self.vc[self.slot]), self.site, "a try_cancel response (multicast)")
         what = "failed" if self.cancelled is None else f"cancels cluster {self.cancelled}"
         thread.event(thread.warp_role(), "clc.try_cancel", thread.clock, thread.clock + 1, detail=what,
-                     barrier=self.bars[0].name, nbytes=RESPONSE_BYTES)
+                     barrier=self.bars[0].name, nbytes=RESPONSE_BYTES,
+                     extra={"ptx": f"clusterlaunchcontrol.try_cancel (its {RESPONSE_BYTES}-byte response completes "
+                                   f"{self.bars[0].name} in each CTA of the cluster)"})
 
     def execute(self):
         for c, bar in zip(self.ctas, self.bars):

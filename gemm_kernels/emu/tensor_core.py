@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import costmodel, drain
+from .context import thread as _thread
 from .errors import (
     ArrivalMismatch,
     DescriptorError,
@@ -109,11 +110,18 @@ def _as_float(raw_u16, fmt):
 
 class Mma(AsyncOp):
     unit = "tensor core"
+    #: elements of K one MMA reads (32 bytes of each row); step 11's kinds (tensor_core_lowp) change it
+    k = 16
+
+    def decode(self, idesc, cta_group):
+        """The instruction descriptor's fields, checked for this kind (kind::f16)."""
+        d = decode_instr_desc(idesc)
+        check_instr_desc(d, cta_group)
+        return d
 
     def __init__(self, thread, ctas, d_tmem, a_desc, b_desc, idesc, accumulate, cta_group):
         self.cta_group = cta_group
-        d = decode_instr_desc(idesc)
-        check_instr_desc(d, cta_group)
+        d = self.decode(idesc, cta_group)
         self.fmt = d
         self.m, self.n = d["m"], d["n"]
         self.ctas = ctas  # [leader] or [even, odd]
@@ -125,7 +133,7 @@ class Mma(AsyncOp):
         self.d_col = int(d_tmem) & 0xFFFF
         self.accumulate = bool(accumulate)
         self.site = site(1)
-        super().__init__(thread, f"MMA M={self.m} N={self.n} K=16 into TMEM columns {self.d_col}..{self.d_col + self.n - 1} "
+        super().__init__(thread, f"MMA M={self.m} N={self.n} K={self.k} into TMEM columns {self.d_col}..{self.d_col + self.n - 1} "
                                  f"(cta_group::{cta_group}, issued by {thread})")
         if self.d_lane:
             raise MemoryFault(f"{self.description}: D address has lane {self.d_lane}; an M={self.m} accumulator starts "
@@ -136,13 +144,14 @@ class Mma(AsyncOp):
         for cta in ctas:
             check_allocated(thread, cta, self.d_col, self.n, "an MMA", self.site)
             for warp in cta.warps:
-                for (l0, l1, c0, c1) in warp.outstanding_ld:
-                    if c0 < self.d_col + self.n and self.d_col < c1:
+                for ld in warp.outstanding_ld:
+                    if ld.col0 < self.d_col + self.n and self.d_col < ld.col1:
                         raise TmemHazard(
-                            f"{thread} issued an MMA into TMEM columns {self.d_col}..{self.d_col + self.n - 1} of CTA "
-                            f"{cta.rank_text()} while {warp} has a tcgen05.ld of columns {c0}..{c1 - 1} outstanding "
-                            f"(no tcgen05.wait::ld yet). The writeback must finish reading (wait::ld, then signal) "
-                            f"before the next MMA overwrites the accumulator.")
+                            f"{thread} issued an MMA at {text(self.site)} into TMEM columns {self.d_col}.."
+                            f"{self.d_col + self.n - 1} of CTA {cta.rank_text()} while {warp} has a tcgen05.ld of columns "
+                            f"{ld.col0}..{ld.col1 - 1} (at {text(ld.site)}) outstanding (no tcgen05.wait::ld yet). The "
+                            f"writeback must finish reading (wait::ld, then signal) before the next MMA overwrites the "
+                            f"accumulator.")
             smem = cta.smem
             a_lo, a_hi = int(self.a_addr.min()), int(self.a_addr.max()) + 2
             b_lo, b_hi = int(self.b_addr.min()), int(self.b_addr.max()) + 2
@@ -182,7 +191,7 @@ class Mma(AsyncOp):
         if tr is not None:
             tr.add(lane=f"CTA {leader.linear} tensor core" if thread.launch.multi_cta else "tensor core", op="mma",
                    start=costmodel.of(thread).cycles_to_ns(self.start), end=costmodel.of(thread).cycles_to_ns(self.end), cta=leader.linear,
-                   flops=2 * self.m * self.n * 16,
+                   flops=2 * self.m * self.n * self.k,
                    extra={"ctas": [c.linear for c in ctas], "m": self.m, "n": self.n, "d_col": self.d_col,
                           "a": [c.smem.name_of(int(self.a_addr.min())) for c in ctas],
                           "b": [c.smem.name_of(int(self.b_addr.min())) for c in ctas]})
@@ -258,6 +267,18 @@ class Mma(AsyncOp):
     def _product(self):
         """A @ B.T of this MMA's operands in float32, after checking they did not change since issue."""
         a_parts, b_parts = [], []
+        for buf in self._operand_buffers():
+            raw_a = np.stack([buf[self.a_addr], buf[self.a_addr + 1]], axis=-1).view(np.uint16)[..., 0]
+            raw_b = np.stack([buf[self.b_addr], buf[self.b_addr + 1]], axis=-1).view(np.uint16)[..., 0]
+            a_parts.append(_as_float(raw_a, self.fmt["a_fmt"]))
+            b_parts.append(_as_float(raw_b, self.fmt["b_fmt"]))
+        a = np.concatenate(a_parts, axis=0)
+        b = np.concatenate(b_parts, axis=0)
+        return a @ b.T  # (M, N) in float32
+
+    def _operand_buffers(self):
+        """Each CTA's shared memory, after checking the operands did not change since issue."""
+        bufs = []
         for cta, a_snap, b_snap in self.snapshots:
             buf = cta.smem.buffer
             a_now, b_now = buf[self.a_addr], buf[self.b_addr]
@@ -266,13 +287,27 @@ class Mma(AsyncOp):
                     f"{self.description}: its operands in CTA {cta.rank_text()} shared memory (at "
                     f"{cta.smem.name_of(self.lo)}) changed between issue and execution. Something overwrote the "
                     f"buffer before the MMA completed: wait for the commit's barrier before reusing it.")
-            raw_a = np.stack([buf[self.a_addr], buf[self.a_addr + 1]], axis=-1).view(np.uint16)[..., 0]
-            raw_b = np.stack([buf[self.b_addr], buf[self.b_addr + 1]], axis=-1).view(np.uint16)[..., 0]
-            a_parts.append(_as_float(raw_a, self.fmt["a_fmt"]))
-            b_parts.append(_as_float(raw_b, self.fmt["b_fmt"]))
-        a = np.concatenate(a_parts, axis=0)
-        b = np.concatenate(b_parts, axis=0)
-        return a @ b.T  # (M, N) in float32
+            bufs.append(buf)
+        return bufs
+
+
+def issue_mma(group, make):
+    """The calling thread issues the MMA ``make(thread, ctas)`` builds (``ctas``: its CTA, or the pair
+    for cta_group::2, which only the even CTA may issue), in issue order after its earlier MMAs."""
+    t = _thread()
+    t.launch.use_cta_group(group, "tcgen05.mma", t)
+    if group == 2:
+        if t.cta.rank % 2:
+            raise MemoryFault(f"{t} issued a cta_group::2 MMA from the odd CTA of the pair; the even "
+                              f"(leader) CTA issues for both")
+        ctas = [t.cta, t.cta.cluster.ctas[t.cta.rank + 1]]
+    else:
+        ctas = [t.cta]
+    op = make(t, ctas)
+    op.predecessor = t.last_mma
+    t.last_mma = op
+    t.scheduler.submit(op)
+    t.advance()
 
 
 class Commit(AsyncOp):

@@ -8,10 +8,15 @@ zeros in shared memory and still completes the whole box's bytes on its barrier,
 count does not change, and the zero rows, columns and k-columns add nothing to the accumulator.
 A TMA store whose box reaches past D writes only the elements inside D's bounds (the tensor map's
 global dimensions), so the kernel is the same for every shape: no masks, no branches. The one rule
-left is the TMA's: every row of a matrix starts 16-byte aligned, so K is a multiple of 8, and D,
-whose rows have N elements, gets a padded pitch (N rounded up to 8) when N is not a multiple of 8;
-its tensor map keeps N as the row length, so the padding is never written, and the caller gets the
-M x N view.
+left is the TMA's: every row of a matrix starts 16-byte aligned, so K is a multiple of 8. D, whose
+rows have N elements, gets a padded pitch (N rounded up to 64: padded_pitch says why); its tensor
+map keeps N as the row length, and the caller gets the M x N view.
+
+The tile's width. The cluster tile is 256 x 256 (step 8's) or 256 x 128, chosen on the host before
+launch (choose_tile_n): the narrower one where it leaves the busiest pair less work in the last
+wave (4096^3: 256 wide tiles on 74 pairs give the busiest pair 4, an even split 3.46). The width is
+a compile-time constant of make_kernel: B's share per CTA, its stage size, the MMA's N, the number
+of accumulators (TMEM's 512 columns in accumulators of the tile's width) and the subtiles.
 
 No seam. Step 9's two consumers fill all 512 TMEM columns with one tile, so its tensor core waits
 while that tile is written back (the seam). TMEM has 512 columns: a double-buffered accumulator is
@@ -72,10 +77,16 @@ CLUSTER_M, CLUSTER_N = 256, 256
 TILE_BYTES = CTA_M * BLOCK_K * 2
 STAGE_DESC_STEP = TILE_BYTES >> 4  # one stage further in a descriptor's low word
 ACC_COLS = CLUSTER_N  # one accumulator: this CTA's 128 rows x all 256 columns, fp32
-ACC_STAGES = 2  # 2 x 256 columns: all of TMEM
-TMEM_COLS = ACC_COLS * ACC_STAGES
+TMEM_COLS = 512  # all of TMEM, in accumulators of ACC_COLS columns
+ACC_STAGES = TMEM_COLS // ACC_COLS  # 2 x 256 columns
 IDESC = make_instr_desc(CLUSTER_M, CLUSTER_N, cta_group=2)
 DEFAULT_DEPTH = 6  # step 8's: 6 x 32 KiB of A/B stages + 4 x 8 KiB of staging per CTA
+#: the cluster tile's widths the host chooses from (choose_tile_n): the pair's 256 x 256 (step 8's)
+#: and 256 x 128, whose tiles are half as large, so that the last wave of tiles is fuller where
+#: 256-wide tiles leave pairs idle. 128 columns keep four 32-column subtiles per tile (a whole ring
+#: of staging buffers) and four accumulators in TMEM.
+TILE_NS = (256, 128)
+DEPTH_FOR_TILE_N = {256: DEFAULT_DEPTH, 128: 8}  # 8 x 24 KiB of A/B stages + 4 x 8 KiB of staging
 EMULATOR_CLUSTERS = 2
 STAGING_BUFFERS = 4  # step 8's ring of 8 KiB subtile buffers,
 SUBTILES_PER_GROUP = 2  # stored in groups of two subtiles (one bulk group each)
@@ -91,16 +102,21 @@ PAIR = 0b11  # commit multicast mask: both CTAs of the pair
 K_MULTIPLE = 8  # 16 bytes of fp16: the TMA's row-stride rule for A and B
 
 
-def make_plan(depth):
+def b_tile_bytes(tile_n):
+    """One CTA's B k-block: its half of the cluster tile's columns, BLOCK_K deep, fp16."""
+    return tile_n // 2 * BLOCK_K * 2
+
+
+def make_plan(depth, tile_n=CLUSTER_N):
     plan = SmemPlan()
     offs = dict(
         a=plan.add("A stage", TILE_BYTES, align=1024, count=depth),
-        b=plan.add("B stage", TILE_BYTES, align=1024, count=depth),
+        b=plan.add("B stage", b_tile_bytes(tile_n), align=1024, count=depth),
         d=plan.add("D staging", SUBTILE_BYTES, align=1024, count=STAGING_BUFFERS),
         tma2mma=plan.add("tma2mma", 8, align=8, count=depth),
         mma2tma=plan.add("mma2tma", 8, align=8, count=depth),
-        mma2ld=plan.add("mma2ld", 8, align=8, count=ACC_STAGES),
-        ld2mma=plan.add("ld2mma", 8, align=8, count=ACC_STAGES),
+        mma2ld=plan.add("mma2ld", 8, align=8, count=TMEM_COLS // tile_n),
+        ld2mma=plan.add("ld2mma", 8, align=8, count=TMEM_COLS // tile_n),
         slot=plan.add("TMEM address slot", 4, align=4),
         clc_resp=plan.add("CLC response", RESPONSE_BYTES, align=16, count=CLC_STAGES),
         clc_full=plan.add("clc_full", 8, align=8, count=CLC_STAGES),
@@ -110,8 +126,17 @@ def make_plan(depth):
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(depth, group=GROUP):
-    plan, o = make_plan(depth)
+def make_kernel(depth, group=GROUP, tile_n=CLUSTER_N):
+    if tile_n not in TILE_NS:
+        raise ValueError(f"step 10's cluster tile is 256 x N with N one of {TILE_NS}; got N={tile_n}")
+    plan, o = make_plan(depth, tile_n)
+    # the tile's width sets this CTA's share of B, its stage size, the accumulators and the MMA
+    TILE_N, CTA_TILE_N, B_BYTES = tile_n, tile_n // 2, b_tile_bytes(tile_n)
+    B_STAGE_DESC_STEP = B_BYTES >> 4
+    TILE_ACC_COLS = tile_n
+    TILE_ACC_STAGES = TMEM_COLS // tile_n
+    TILE_IDESC = make_instr_desc(CLUSTER_M, tile_n, cta_group=2)
+    TILE_SUBTILES = tile_n // SUBTILE_COLS
     A0, B0, D_STAGING, TMA2MMA, MMA2TMA, MMA2LD, LD2MMA, TMEM_SLOT, CLC_RESP, CLC_FULL, CLC_EMPTY = (
         o[k] for k in ("a", "b", "d", "tma2mma", "mma2tma", "mma2ld", "ld2mma", "slot", "clc_resp", "clc_full",
                        "clc_empty"))
@@ -131,7 +156,7 @@ def make_kernel(depth, group=GROUP):
             for s in range(DEPTH):
                 ptx.mbarrier_init(pipeline.barrier(base + TMA2MMA, s), 1)
                 ptx.mbarrier_init(pipeline.barrier(base + MMA2TMA, s), 1)
-            for s in range(ACC_STAGES):
+            for s in range(TILE_ACC_STAGES):
                 ptx.mbarrier_init(pipeline.barrier(base + MMA2LD, s), 1)
                 ptx.mbarrier_init(pipeline.barrier(base + LD2MMA, s), 2 * 4)  # one lane per writeback warp, both CTAs
             for s in range(CLC_STAGES):
@@ -164,17 +189,17 @@ def make_kernel(depth, group=GROUP):
             while more:
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
                 a_row = m_idx * CLUSTER_M + rank * CTA_M  # this CTA's rows of the tile
-                b_row = n_idx * CLUSTER_N + rank * CTA_N
+                b_row = n_idx * TILE_N + rank * CTA_TILE_N
                 k0 = uint32(0)
                 while k0 < k_end:
                     pipeline.wait_cluster(base + MMA2TMA, stage, phase)  # the stage is empty
                     if ptx.elect_sync():
                         if rank == 0:  # whole boxes: the zero-filled bytes count too
-                            pipeline.expect_tx(base + TMA2MMA, stage, 2 * 2 * TILE_BYTES)
+                            pipeline.expect_tx(base + TMA2MMA, stage, 2 * (TILE_BYTES + B_BYTES))
                         leader_tma2mma = pipeline.barrier(leader_tma2mma0, stage)
                         ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + A0, stage, TILE_BYTES), tmap_a, k0, a_row,
                                             leader_tma2mma)
-                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, TILE_BYTES), tmap_b, k0, b_row,
+                        ptx.tma_load_2d_cg2(pipeline.stage_buffer(base + B0, stage, B_BYTES), tmap_b, k0, b_row,
                                             leader_tma2mma)
                     stage, phase = pipeline.advance(stage, phase, DEPTH)
                     k0 = uint32(k0 + uint32(BLOCK_K))
@@ -193,21 +218,21 @@ def make_kernel(depth, group=GROUP):
                 done = uint32(0)  # tiles done: the accumulator and the CLC slot follow from it
                 more, t = schedule.clc_first(cluster)
                 while more:
-                    acc, acc_phase = pipeline.ring_slot(done, ACC_STAGES)
+                    acc, acc_phase = pipeline.ring_slot(done, TILE_ACC_STAGES)
                     # both CTAs drained it (the issuer fills the ring: parity 1 passes a fresh accumulator)
                     pipeline.wait_cluster(base + LD2MMA, acc, acc_phase ^ uint32(1))
                     ptx.tcgen05_fence_after()
-                    d_tmem = tmem + acc * ACC_COLS
+                    d_tmem = tmem + acc * TILE_ACC_COLS
                     accumulate = uint32(0)  # the tile's first MMA overwrites the accumulator, every later one adds
                     for kc in range(k_tiles):
                         pipeline.wait_cluster(base + TMA2MMA, stage, phase)  # the stage is full, in both CTAs
                         ptx.tcgen05_fence_after()
                         a_desc = a_lo + stage * STAGE_DESC_STEP
-                        b_desc = b_lo + stage * STAGE_DESC_STEP
+                        b_desc = b_lo + stage * B_STAGE_DESC_STEP
                         if ptx.elect_sync():
                             for k in range(BLOCK_K // MMA_K):
                                 ptx.tcgen05_mma_cg2_lo(d_tmem, a_desc + k * DESC_LO_K_STEP, b_desc + k * DESC_LO_K_STEP, DESC_HI,
-                                                       IDESC, accumulate | uint32(k > 0))
+                                                       TILE_IDESC, accumulate | uint32(k > 0))
                             ptx.tcgen05_commit_cg2_multicast(pipeline.barrier(base + MMA2TMA, stage), PAIR)
                         accumulate = uint32(1)
                         stage, phase = pipeline.advance(stage, phase, DEPTH)
@@ -228,17 +253,17 @@ def make_kernel(depth, group=GROUP):
             done = uint32(0)  # tiles done: the accumulator and the CLC slot follow from it
             more, t = schedule.clc_first(cluster)
             while more:
-                acc, acc_phase = pipeline.ring_slot(done, ACC_STAGES)
+                acc, acc_phase = pipeline.ring_slot(done, TILE_ACC_STAGES)
                 m_idx, n_idx = grouped_tile(t, num_m, num_n, GROUP_M, div_group, div_last)
-                col0 = ptx.warp_uniform(n_idx * CLUSTER_N)  # the tile's store coordinates, once per tile
+                col0 = ptx.warp_uniform(n_idx * TILE_N)  # the tile's store coordinates, once per tile
                 row0 = ptx.warp_uniform(m_idx * CLUSTER_M + rank * CTA_M)
                 # a whole tile's MMAs: sleep
                 ptx.mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD, acc), acc_phase)
                 ptx.tcgen05_fence_after()
                 # step 8's writeback; the accumulator goes back to the leader CTA's barrier
                 leader_ld2mma = ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0)
-                subtiled_writeback(tmap_d, lanes + acc * ACC_COLS, chunks, staging, tid, col0, row0,
-                                   leader_ld2mma, True, WRITEBACK_BARRIER, 128, SUBTILES, SUBTILES_PER_GROUP,
+                subtiled_writeback(tmap_d, lanes + acc * TILE_ACC_COLS, chunks, staging, tid, col0, row0,
+                                   leader_ld2mma, True, WRITEBACK_BARRIER, 128, TILE_SUBTILES, SUBTILES_PER_GROUP,
                                    STAGING_BUFFERS)
                 more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
                 done = uint32(done + uint32(1))
@@ -300,25 +325,54 @@ def check_shape(a, b):
     return m, n, k
 
 
-def gemm_v10(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=DEFAULT_DEPTH, group=GROUP,
-             num_clusters=None, out=None):
-    """D = A @ B.T for any M x K by N x K fp16 matrices with K a multiple of 8 (256 x 256 cluster tiles,
-    edge tiles through the TMA's zero fill and clipping). ``out``: an M x N fp16 array to write D into
-    (rows 16-byte aligned, e.g. a view of a wider array); by default D is allocated with a padded
-    pitch and its M x N view returned."""
+#: the configuration the book's figures and the performance model describe (gemm_v10 chooses the
+#: width and depth by shape when it is not given: choose_tile_n, DEPTH_FOR_TILE_N)
+CONFIG_DEFAULTS = {"tile_n": CLUSTER_N, "pipe_depth": DEFAULT_DEPTH}
+B200_PAIRS = 74  # SM pairs of a B200 (148 SMs): one cluster of two CTAs each at a time
+
+
+def choose_tile_n(m, n, pairs=B200_PAIRS):
+    """The cluster tile's width for an M x N product on ``pairs`` SM pairs, chosen on the host before
+    launch. Every pair runs whole tiles, so the busiest pair takes ceil(tiles / pairs) of them, and
+    the product takes as long as that pair's work: ceil(tiles / pairs) x the tile's width (all tiles
+    are 256 rows tall). The narrower tile wins only where it leaves less of the last wave idle; on a
+    tie the wider tile, which loads fewer bytes per FLOP, is kept."""
+    def busiest(tile_n):
+        tiles = -(-m // CLUSTER_M) * -(-n // tile_n)
+        return -(-tiles // pairs) * tile_n
+
+    return min(TILE_NS, key=lambda tn: (busiest(tn), -tn))
+
+
+def gemm_v10(a, b, *, backend=None, policy="lazy", seed=0, trace=False, pipe_depth=None, group=GROUP,
+             num_clusters=None, out=None, tile_n=None):
+    """D = A @ B.T for any M x K by N x K fp16 matrices with K a multiple of 8 (256 x ``tile_n`` cluster
+    tiles, edge tiles through the TMA's zero fill and clipping). ``tile_n``: 256 or 128, by default
+    what ``choose_tile_n`` picks for the shape on a B200's 74 pairs (the emulator runs the kernel a
+    B200 would). ``pipe_depth``: by default the deepest ring that fits (6 stages for 256, 8 for 128).
+    ``out``: an M x N fp16 array to write D into (rows 16-byte aligned, e.g. a view of a wider
+    array); by default D is allocated with a padded pitch and its M x N view returned."""
     from .host import check_pipeline_config, choose_backend, persistent_size
 
-    check_pipeline_config(pipe_depth, group)
     m, n, k = check_shape(a, b)
+    if tile_n is not None and tile_n not in TILE_NS:
+        raise ValueError(f"tile_n must be one of {TILE_NS} (the cluster tile is 256 x tile_n); got {tile_n!r}")
+    if pipe_depth is not None:
+        check_pipeline_config(pipe_depth, group)
     out = _check_out(out, m, n)
     backend = choose_backend(backend, 10)
-    num_m, num_n = -(-m // CLUSTER_M), -(-n // CLUSTER_N)
+    if tile_n is None:  # for the chip it runs on; the emulator runs what a B200 would
+        tile_n = choose_tile_n(m, n, B200_PAIRS if backend == "emulator" else persistent_size(backend, None, 1, 2))
+    if pipe_depth is None:
+        pipe_depth = DEPTH_FOR_TILE_N[tile_n]
+    check_pipeline_config(pipe_depth, group)
+    num_m, num_n = -(-m // CLUSTER_M), -(-n // tile_n)
     num_clusters = persistent_size(backend, num_clusters, EMULATOR_CLUSTERS, 2)
-    kernel, kplan = make_kernel(pipe_depth, group)
+    kernel, kplan = make_kernel(pipe_depth, group, tile_n)
     tiles = num_m * num_n  # a cluster per tile; on the emulator num_clusters of them run at once
     return tma_launch(kernel, (2 * tiles, 1), a, b, m, n, k, backend, policy, seed,
                       trace, plan=kplan, threads=THREADS, cluster=(2, 1, 1),
-                      boxes=((CTA_M, BLOCK_K), (CTA_N, BLOCK_K), (CTA_M, SUBTILE_COLS, SUBTILE_SWIZZLE)),
+                      boxes=((CTA_M, BLOCK_K), (tile_n // 2, BLOCK_K), (CTA_M, SUBTILE_COLS, SUBTILE_SWIZZLE)),
                       extra=scheduler_args(num_m, num_n, group), k_tiles=-(-k // BLOCK_K),
                       d_pitch=padded_pitch(n), out=out, resident=min(num_clusters, tiles))
 

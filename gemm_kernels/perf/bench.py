@@ -7,7 +7,9 @@ ends), kind "model", bottleneck (the unit that limits the point, or "latency" / 
 util_tensor_core, util_tma, util_smem, util_l2_hbm (the larger of the L2 and HBM utilisations;
 util_l2 and util_hbm separately too), time_us, harness, tmem_cols (null: the chapter as written;
 a number: compared as a published design with that TMEM allocation), wall_s (how long the model
-took here)."""
+took here), split_us (microseconds of the busiest SM: launch, fill = start to first MMA, steady,
+drain = last MMA to end), effects (per ranged parameter: the log ratio of the figure at its
+pessimistic and at its optimistic end)."""
 from __future__ import annotations
 
 import datetime
@@ -50,18 +52,20 @@ def row(pred):
             "tma_latency_cycles": round(pred.tma_latency_cycles), "tma_bytes_per_cycle": round(pred.tma_bytes_per_cycle, 1),
             "l2_miss_fraction": round(pred.l2_miss_fraction, 3), "tiles_per_unit": pred.tiles_per_unit,
             "occupancy": pred.occupancy, "wall_s": round(pred.wall_s, 2),
+            "split_us": pred.split, "effects": {k: [round(a, 4), round(b, 4)] for k, (a, b) in (pred.effects or {}).items()},
             "published_tflops": pub.tflops if pub else None}
 
 
 def run(chapters, sizes, depths=(None,), *, log=print):
     """Predict every point; returns the report dict (the JSON)."""
     from . import params
-    from .model import predict
+    from .design import chapter_design
+    from .explore import predict
 
     t0 = time.perf_counter()
     rows = []
     for c, s, d in points(chapters, sizes, depths):
-        pred = predict(c, s, s, s, d)
+        pred = predict(chapter_design(c, d), s, s, s, engine="emulator").detail  # each chapter is one Design
         rows.append(row(pred))
         log(f"model: chapter {c}{'' if d is None else f' depth {d}'} at {s}^3: {pred.range_text} TFLOP/s "
             f"({pred.bottleneck}; {pred.wall_s:.1f} s)")

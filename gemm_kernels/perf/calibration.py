@@ -120,16 +120,25 @@ def scores(rows):
             "mean_width": statistics.mean(r.high / r.low for r in ranged) if ranged else None}
 
 
+#: the calibration table's columns: (header, width, alignment); header and rows are formatted from
+#: this one list, so each value sits under its header (tests/test_perf_book.py checks the edges)
+COLUMNS = (("chapter", 8, "<"), ("depth", 6, ">"), ("size", 6, ">"), ("CMU step", 10, ">"), ("published", 11, ">"),
+           ("MODEL (range)", 20, ">"), ("off by", 8, ">"), ("inside", 8, ">"), ("limited by (model)", 20, ">"))
+
+
+def _line(cells):
+    return "".join(f"{str(c):{a}{w}}" for c, (_, w, a) in zip(cells, COLUMNS)).rstrip()
+
+
 def table(rows):
-    lines = [f"{'chapter':<8}{'depth':>6}{'size':>6}  {'CMU step':<9}{'published':>10}{'MODEL (range)':>20}"
-             f"{'off by':>8}  inside  limited by", "-" * 90]
+    lines = [_line(h for h, _, _ in COLUMNS)]
+    lines.append("-" * len(lines[0]))
     for r in rows:
         p = r.point
-        d = "-" if p.pipe_depth is None else str(p.pipe_depth)
         rng = f"{r.model_tflops:.0f}" + ("" if r.low is None else f" ({r.low:.0f}-{r.high:.0f})")
         inside = "-" if r.inside is None else ("yes" if r.inside else "no")
-        lines.append(f"{p.chapter:<8}{d:>6}{p.size:>6}  {p.cmu_step:<9}{p.tflops:>10.0f}{rng:>20}"
-                     f"{r.factor:>7.2f}x  {inside:<6}  {r.bottleneck}")
+        lines.append(_line((p.chapter, "-" if p.pipe_depth is None else p.pipe_depth, p.size, p.cmu_step,
+                            f"{p.tflops:.0f}", rng, f"{r.factor:.2f}x", inside, r.bottleneck)))
     s = scores(rows)
     line = f"median {s['median']:.2f}x, {100 * s['within_1_35']:.0f}% within 1.35x, worst {s['worst']:.2f}x"
     if s["inside"] is not None:

@@ -1,6 +1,7 @@
-"""The ladder plot: TFLOP/s of each step of the book at one size, three series side by side: the
-model (a MODEL, its figure with its range as an error bar), the published measurements of the same
-designs (CMU 15-442/642 TIRx on a B200; theirs), and "measured on your B200" (empty until
+"""The ladder plot: TFLOP/s of each step of the book at one size: the model of each chapter as
+written (a MODEL, its figure with its range as an error bar); beside its rung, every published
+measurement of that size (CMU 15-442/642 TIRx on a B200; theirs) with the model of the published
+design, like for like (its depth and TMEM allocation); and "measured on your B200" (empty until
 ``bench --backend blackwell --plot`` fills it)."""
 from __future__ import annotations
 
@@ -51,34 +52,81 @@ def plot_ladder(path, *, model, measured=None, sizes=(4096, 8192)):
     return path
 
 
+def published_points(size):
+    """Every published figure of the CMU ladder at size^3 that the benchmarking page's table prints
+    (the calibration set's 4096 column, the held-out 8192 figures), each with the rung it is drawn
+    at and its like-for-like design: (rung index, CMU step, published TFLOP/s, chapter, depth, TMEM
+    columns). The like-for-like design is our kernel configured as the published one (its depth, its
+    TMEM allocation), as at the calibration size."""
+    from .book import HELD_OUT
+
+    design = {p.cmu_step: p for p in CALIBRATION}
+    figures = [(p.cmu_step, p.tflops) for p in CALIBRATION if p.size == size]
+    figures += [(next(p.cmu_step for p in CALIBRATION if p.chapter == c), t) for (c, s), t in HELD_OUT.items()
+                if s == size]
+    out = []
+    for step, tflops in sorted(figures):
+        p = design[step]
+        same = [i for i, (_, c, d) in enumerate(RUNGS) if c == p.chapter and d == p.pipe_depth]
+        rung = same[0] if same else next(i for i, (_, c, _) in enumerate(RUNGS) if c == p.chapter)
+        out.append((rung, step, tflops, p.chapter, p.pipe_depth, p.tmem_cols))
+    return out
+
+
+def _like_row(model_rows, chapter, depth, tmem_cols, size):
+    for r in model_rows:
+        if (r["chapter"], r["m"], r.get("n", r["m"]), r.get("k", r["m"]), r.get("pipe_depth"), r.get("tmem_cols")) == (
+                chapter, size, size, size, depth, tmem_cols):
+            return r
+    raise KeyError(f"no model row for chapter {chapter} depth {depth} ({tmem_cols} TMEM columns) at {size}^3: "
+                   f"run tools/perf_predictions.py")
+
+
+#: where a published point and its like-for-like model figure sit beside their rung
+BESIDE = 0.25
+
+
 def ladder_figure(*, model, measured=None, sizes=(4096, 8192)):
     """``model``: a model report dict (perf.bench.run or the stored predictions.json);
-    ``measured``: rows of a B200 measurement (measured_rows), or None: the series stays empty."""
+    ``measured``: rows of a B200 measurement (measured_rows), or None: the series stays empty.
+    Each panel draws the model of the chapters as written (with its range), and beside a rung every
+    published figure of that size with the model of the published design, like for like (its
+    range as a bar), hits and misses alike. ``fig.ladder_drawn[size]`` lists what was drawn:
+    (rung label, CMU step, published TFLOP/s, like-for-like model row)."""
     import matplotlib.pyplot as plt
 
-    pub_rows = [{"chapter": p.chapter, "m": p.size, "pipe_depth": p.pipe_depth, "tflops": p.tflops}
-                for p in CALIBRATION]
-    series = (("model (MODEL, not a measurement; bar: its range)", model["results"], "#4c72b0", "o"),
-              ("published: CMU TIRx on a B200 (theirs)", pub_rows, "#dd8452", "s"),
-              ("measured on your B200", measured or [], "#55a868", "^"))
     from ..timeline import DPI, MIN_FONT, WIDTH_IN
 
     fs = MIN_FONT  # page-wide at WIDTH_IN: shown at the size set (tests/test_legibility.py)
-    fig, axes = plt.subplots(1, len(sizes), figsize=(WIDTH_IN, 4.6), dpi=DPI, layout="constrained", sharey=True)
+    fig, axes = plt.subplots(1, len(sizes), figsize=(WIDTH_IN, 4.8), dpi=DPI, layout="constrained", sharey=True)
     axes = list(axes) if len(sizes) > 1 else [axes]
     xs = range(len(RUNGS))
+    fig.ladder_drawn = {}
+    labels = {"model": "MODEL of the chapter as written (bar: its range)",
+              "like": "MODEL of the published design, like for like (bar: its range)",
+              "pub": "published: CMU TIRx on a B200 (theirs)", "meas": "measured on your B200"}
     for ax, size in zip(axes, sizes):
-        for label, rows, color, marker in series:
-            ys = [_value(rows, c, d, size) for _, c, d in RUNGS]
-            pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=label, lw=1.2)
-            ranged = [(x, _row(rows, c, d, size)) for x, (_, c, d) in zip(xs, RUNGS)]
-            ranged = [(x, r) for x, r in ranged if r is not None and "tflops_low" in r]
-            if ranged:  # the model's range at each rung
-                ax.errorbar([x for x, _ in ranged], [r["tflops"] for _, r in ranged],
-                            yerr=[[r["tflops"] - r["tflops_low"] for _, r in ranged],
-                                  [r["tflops_high"] - r["tflops"] for _, r in ranged]],
-                            fmt="none", ecolor=color, elinewidth=1.0, capsize=3)
+        rows = [(x, _row(model["results"], c, d, size)) for x, (_, c, d) in zip(xs, RUNGS)]
+        rows = [(x, r) for x, r in rows if r is not None]
+        ax.errorbar([x for x, _ in rows], [r["tflops"] for _, r in rows],
+                    yerr=[[r["tflops"] - r["tflops_low"] for _, r in rows], [r["tflops_high"] - r["tflops"] for _, r in rows]],
+                    color="#4c72b0", marker="o", lw=1.2, elinewidth=1.0, capsize=3, label=labels["model"])
+        drawn = []
+        for rung, step, tflops, c, d, cols in published_points(size):
+            like = _like_row(model["results"], c, d, cols, size)
+            drawn.append((RUNGS[rung][0], step, tflops, like))
+        if drawn:
+            bx = [next(i for i, r in enumerate(RUNGS) if r[0] == lab) + BESIDE for lab, *_ in drawn]
+            ax.errorbar(bx, [lk["tflops"] for *_, lk in drawn],
+                        yerr=[[lk["tflops"] - lk["tflops_low"] for *_, lk in drawn],
+                              [lk["tflops_high"] - lk["tflops"] for *_, lk in drawn]],
+                        fmt="D", mfc="white", color="#4c72b0", elinewidth=1.0, capsize=3, ls="none",
+                        label=labels["like"])
+            ax.plot(bx, [t for _, _, t, _ in drawn], "s", color="#dd8452", ls="none", label=labels["pub"])
+        fig.ladder_drawn[size] = drawn
+        meas = [(x, _value(measured or [], c, d, size)) for x, (_, c, d) in zip(xs, RUNGS)]
+        meas = [(x, y) for x, y in meas if y is not None]
+        ax.plot([x for x, _ in meas], [y for _, y in meas], marker="^", color="#55a868", lw=1.2, label=labels["meas"])
         ax.set_xticks(list(xs))
         ax.set_xticklabels([r[0] for r in RUNGS], fontsize=fs, rotation=60)
         ax.set_title(f"{size}^3 fp16, TFLOP/s", fontsize=fs)

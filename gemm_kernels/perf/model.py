@@ -64,20 +64,25 @@ class Prediction:
     effects: dict | None = None  # parameter -> (log ratio at its pessimistic end, at its optimistic end)
     harness: str = "back-to-back"
     tmem_cols: int | None = None  # a design's TMEM allocation, where it differs from the chapter's
+    split: dict | None = None  # microseconds: launch, fill (to the first MMA), steady, drain (last MMA to exit)
+    config: dict | None = None  # kernel settings beyond the depth (acc_stages), where not the chapter's
 
     @property
     def range_text(self):
         return f"{self.tflops:.0f} ({self.tflops_low:.0f}-{self.tflops_high:.0f})"
 
 
-def _config(chapter, pipe_depth):
+def _config(chapter, pipe_depth, extra=None):
     from ..chapters import CHAPTERS
 
     config = CHAPTERS[chapter].config
+    unknown = [k for k in (extra or {}) if k not in config]
+    if unknown:
+        raise ValueError(f"chapter {chapter}'s kernel takes no setting {unknown}")
     if "pipe_depth" not in config:
-        return {}, None
+        return dict(extra or {}), None
     depth = int(config["pipe_depth"] if pipe_depth is None else pipe_depth)
-    return {"pipe_depth": depth}, depth
+    return {"pipe_depth": depth, **(extra or {})}, depth
 
 
 def check_shape(chapter, m, n, k):
@@ -120,6 +125,8 @@ class _Steady:
     threads: int
     tmem_cols: int
     trace: object = None
+    first_mma_cycles: float = 0.0  # the run's start to its first MMA (set-up and the ring's fill)
+    tail_cycles: float = 0.0  # its last MMA's start to its end (the last writeback, teardown)
 
 
 #: what one tile's epilogue costs the emulator, in k-blocks' worth of its time (for choosing the
@@ -211,13 +218,15 @@ def _share(chapter, m, n, k, cfg, costs, tiles_full, geo, exact, keep_trace, sms
     def grown(field, kblock_share):
         return getattr(base, field) + more_t * per_tile(field) + n_tiles * more_k * per_kblock(kblock_share)
 
+    last = runs[-1]
     return _Steady(span, grown("tc_busy_cycles", base.tc_busy_cycles), grown("tma_busy_cycles", loads_busy),
                    grown("load_bytes", base.load_bytes), grown("mma_flops", base.mma_flops),
-                   base.shared_bytes, base.threads, base.tmem_cols)
+                   base.shared_bytes, base.threads, base.tmem_cols, first_mma_cycles=base.mma_starts[0],
+                   tail_cycles=last.span_cycles - last.mma_starts[-1])
 
 
 def predict(chapter, m, n, k, pipe_depth=None, *, values=None, with_range=True, harness="back-to-back",
-            tmem_cols=None, exact=None, keep_trace=False):
+            tmem_cols=None, exact=None, keep_trace=False, config=None):
     """The model's prediction for chapter ``chapter`` at M x N x K (depth: the chapter's default when
     None), with ``tflops_low``/``tflops_high`` from the parameters' ranges unless ``with_range=False``.
     ``harness``: "back-to-back" (calls timed in a loop, as the published figures are) or "single".
@@ -228,7 +237,7 @@ def predict(chapter, m, n, k, pipe_depth=None, *, values=None, with_range=True, 
         raise ValueError(f"harness must be one of {HARNESSES}, got {harness!r}")
     check_shape(chapter, m, n, k)
     t_wall = time.perf_counter()
-    kw = dict(harness=harness, tmem_cols=tmem_cols, exact=exact)
+    kw = dict(harness=harness, tmem_cols=tmem_cols, exact=exact, config=config)
     values = NOMINAL if values is None else values
     nominal = _predict(chapter, m, n, k, pipe_depth, values, keep_trace=keep_trace, **kw)
     if with_range:
@@ -252,8 +261,8 @@ _OCCUPANCY = {}  # (chapter, config, TMEM columns, the SM's limits) -> resident 
 _OCCUPANCY_PARAMS = ("smem_bytes_per_sm", "threads_per_sm", "tmem_cols_per_sm")
 
 
-def _predict(chapter, m, n, k, pipe_depth, values, *, harness, tmem_cols, exact, keep_trace=False):
-    cfg, depth = _config(chapter, pipe_depth)
+def _predict(chapter, m, n, k, pipe_depth, values, *, harness, tmem_cols, exact, keep_trace=False, config=None):
+    cfg, depth = _config(chapter, pipe_depth, config)
     geo = chip.geometry(chapter, cfg)
     sms = int(values["sm_count"])
     ghz = values["clock_ghz"]
@@ -309,7 +318,18 @@ def _predict(chapter, m, n, k, pipe_depth, values, *, harness, tmem_cols, exact,
         bottleneck = unit
     else:
         bottleneck = "latency"
+    # where the time goes: the share's own fill (start to first MMA) and drain (last MMA to exit);
+    # a one-tile-per-CTA grid's passes scale them alike
+    first = getattr(share, "first_mma_cycles", None)
+    if first is None:  # a whole run (model.share.Share)
+        first, tail = share.mma_starts[0], share.span_cycles - share.mma_starts[-1]
+    else:
+        tail = share.tail_cycles
+    scale = sm_cycles / share.span_cycles / (ghz * 1e3)
+    split = {"launch": round(launch_us, 3), "fill": round(first * scale, 3),
+             "steady": round((share.span_cycles - first - tail) * scale, 3), "drain": round(tail * scale, 3)}
     return Prediction(chapter, m, n, k, depth, flops / (time_us * 1e-6) / 1e12, time_us, bottleneck, util_tc, util_tma,
                       util_l2, util_hbm, util_smem, launch_share, feed.latency_cycles, feed.bytes_per_cycle,
                       feed.limiter, traffic.miss_fraction, min(len(order), units_on_chip), per_unit, occ,
-                      share.span_cycles, 0.0, share if keep_trace else None, harness=harness, tmem_cols=tmem_cols)
+                      share.span_cycles, 0.0, share if keep_trace else None, harness=harness, tmem_cols=tmem_cols,
+                      split=split, config={k: v for k, v in cfg.items() if k != "pipe_depth"} or None)

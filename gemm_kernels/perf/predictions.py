@@ -12,14 +12,18 @@ PATH = Path(__file__).with_name("predictions.json")
 _PKG = Path(__file__).resolve().parents[1]
 #: the files whose contents decide the model's numbers
 DEPENDS = ("perf/params.py", "perf/chip.py", "perf/model.py", "perf/share.py", "perf/calibration.py",
+           "perf/design.py", "perf/explore.py",
            "emu/costmodel.py", "pipeline.py", "kernels/*.py")
 #: the book's points: (chapter, depth) at these sizes, plus the calibration set
 BOOK_SIZES = (4096, 8192)
-BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (7, None), (8, None), (9, None),
+BOOK_RUNGS = ((4, None), (5, 2), (5, 4), (6, 2), (6, 4), (7, 2), (7, 4), (7, None), (8, 4), (8, None), (9, None),
               (10, None))
 #: further (chapter, M, N, K) points at the chapter's default depth: chapter 10 beside step 9 at 2048^3,
 #: and at ragged shapes, where step 9 runs on the operands zero-padded to its tile multiples
 #: (book.padded_shape: 4096 x 3072 x 4096 for 4000 x 3000 x 4096; 8192^3 is a book size)
+#: the held-out published designs beside the ladder (ladder.published_points): (chapter, size, depth)
+#: where the published design's depth is not the chapter's default (CMU step 9: chapter 8 at depth 4)
+LIKE_FOR_LIKE = ((8, 8192, 4),)
 BOOK_SHAPES = ((9, 2048, 2048, 2048), (10, 2048, 2048, 2048), (10, 4000, 3000, 4096), (9, 4096, 3072, 4096),
                (10, 8191, 8191, 8192))
 

@@ -42,7 +42,7 @@ def _arrive(t, bar_addr, nbytes, what):
     bar.arrive(t, 1, at=t.clock)
     if t.lane == 0 or nbytes:
         t.event(_role(t), "arrive", t.clock, t.clock + 1, barrier=bar.name, phase=bar.completed, nbytes=int(nbytes),
-                extra={"bar_cta": bar.cta.linear})
+                extra={"bar_cta": bar.cta.linear, "ptx": what})
     t.advance()
 
 
@@ -207,7 +207,9 @@ mbarrier_wait_relaxed_cluster = asm_op(
         "the other CTA of a pair also completes (its remote arrivals, the leader's multicast commits, "
         "cta_group::2 TMA loads), followed by tcgen05.fence::after_thread_sync where tcgen05 work follows. "
         "It orders no ordinary memory accesses (the fences and the barrier's transaction count order the "
-        "data); ptxas emits the same SASS as for the CTA-scope acquire (no L1 invalidation).")
+        "data); ptxas emits the same instructions as for the CTA-scope acquire (no L1 invalidation), "
+        "but may schedule later ordinary loads above it: a wait followed by ld.shared of published "
+        "data must acquire (chapter 10's CLC response).")
 mbarrier_wait_relaxed_cluster.twin = lambda bar, parity: _wait(bar, parity, ".relaxed.cluster") and None
 
 mbarrier_wait_sleep_relaxed_cluster = asm_op(

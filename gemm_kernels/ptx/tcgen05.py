@@ -16,7 +16,7 @@ from ..emu.errors import (
 )
 from ..emu.hb import TC_DEALLOC, TC_READ
 from ..emu.source import site as _site
-from ..emu.tensor_core import Commit, Mma
+from ..emu.tensor_core import Commit, Mma, issue_mma
 from ._declare import asm_op, f32, twin, u16, u32, u64
 
 
@@ -128,20 +128,7 @@ _MMA = ("{{{{\n .reg .pred p;\n setp.ne.b32 p, {{accumulate}}, 0;\n"
 
 def _mma_twin(group):
     def mma(d_tmem, a_desc, b_desc, idesc, accumulate):
-        t = _thread()
-        t.launch.use_cta_group(group, "tcgen05.mma", t)
-        if group == 2:
-            if t.cta.rank % 2:
-                raise MemoryFault(f"{t} issued a cta_group::2 MMA from the odd CTA of the pair; the even "
-                                  f"(leader) CTA issues for both")
-            ctas = [t.cta, t.cta.cluster.ctas[t.cta.rank + 1]]
-        else:
-            ctas = [t.cta]
-        op = Mma(t, ctas, d_tmem, a_desc, b_desc, idesc, accumulate, group)
-        op.predecessor = t.last_mma
-        t.last_mma = op
-        t.scheduler.submit(op)
-        t.advance()
+        issue_mma(group, lambda t, ctas: Mma(t, ctas, d_tmem, a_desc, b_desc, idesc, accumulate, group))
 
     return mma
 
@@ -217,7 +204,8 @@ def _commit(bar, mask, group):
     op.predecessor = t.last_mma
     t.scheduler.submit(op)
     t.event(t.warp_role(), "commit", t.clock, t.clock + 1, barrier=bars[0].name,
-            extra={"bar_ctas": [b.cta.linear for b in bars]})
+            extra={"bar_ctas": [b.cta.linear for b in bars],
+                   "ptx": "tcgen05.commit" + ("" if mask is None else f" (multicast to CTA ranks of mask 0b{int(mask):b})")})
     t.advance()
 
 
