@@ -19,12 +19,11 @@ edited ``advance`` is the one the copy's ``producer_tail`` calls), and its culpr
 from __future__ import annotations
 
 import inspect
-import re
 import textwrap
 import types
 
 from tests.planted_bugs import (CONFIGS, SHAPES, Outcome, PlantedBug,  # noqa: F401 (re-exported for the tools)
-                                culprit_lines, first_paragraph)
+                                culprit_lines, first_paragraph, names_line)
 
 #: the three orders the fresh set runs under (CPU is scarce: lazy, eager and one random seed)
 POLICIES = (("lazy", 0), ("eager", 0), ("random", 0))
@@ -339,22 +338,6 @@ def fresh_culprit_lines(v, pipe_edited, snippets):
         else:
             rest.append(snip)
     return tuple(lines) + (culprit_lines(v, rest) if rest else ())
-
-
-_SITE = re.compile(r"(?:<variant of )?gemm_kernels/(?:kernels/)?(v\d+_\w+|epilogue|schedule|pipeline)\.py>?:(\d+)")
-
-
-def names_line(paragraph, module, lines, slack=2, span=12):
-    """tests/planted_bugs.names_line, with pipeline.py's lines as well."""
-    sites = _SITE.findall(paragraph)
-    for c in lines:
-        mod, c = c if isinstance(c, tuple) else (module, c)
-        named = sorted({int(ln) for m, ln in sites if m == mod})
-        if any(abs(n - c) <= slack for n in named):
-            return True
-        if any(lo < c < hi and hi - lo <= span for lo in named for hi in named):
-            return True
-    return False
 
 
 def run(b, policy="lazy", seed=0, twin=False):
