@@ -391,7 +391,7 @@ def culprit_lines(variant, snippets):
     return tuple(lines)
 
 
-_SITE = re.compile(r"(?:<variant of )?gemm_kernels/(?:kernels/)?(v\d+_\w+|epilogue|schedule)\.py>?:(\d+)")
+_SITE = re.compile(r"(?:<variant of )?gemm_kernels/(?:kernels/)?(v\d+_\w+|epilogue|schedule|pipeline)\.py>?:(\d+)")
 
 
 def names_line(paragraph, module, lines, slack=2, span=12):
