@@ -1,0 +1,170 @@
+"""Step 11's kernel (gemm_v11): FP8 (kind::f8f6f4) and MXFP8 (kind::mxf8f6f4, scale factors through
+TMA and tcgen05.cp) on the emulator against numpy on the dequantised operands, at ragged M and N, K
+at one scale block, under every policy; bad input refused before anything launches."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+from gemm_kernels import quant as Q
+from gemm_kernels.emu.scheduler import POLICIES
+from gemm_kernels.kernels import v11_low_precision as v11
+from gemm_kernels.kernels.v11_low_precision import gemm_v11
+
+EPS32, EPS16 = 2.0 ** -24, 2.0 ** -11  # unit roundoffs (half an ulp at 1) of float32 and float16
+FP16_HALF_TINY = 2.0 ** -25  # half of fp16's smallest subnormal
+
+
+def tolerance(qa, qb, *, hardware=False):
+    """How far D may be from numpy's float64 product of the dequantised operands, element by element.
+    S = |A| . |B|^T bounds every partial sum. The emulator's model (ARCHITECTURE.md, "Low-precision
+    MMA numerics"): each MMA (K = 32) sums its products exactly and rounds once to float32 (<= EPS32 S),
+    then adds to the float32 accumulator (<= EPS32 S per addition): 2 EPS32 S per MMA. ``hardware``:
+    a tensor core that truncates like Hopper's FP8 wgmma (measured on an H200: within 3 units of
+    2^(E - 13), 2^E <= 2 S) instead loses up to 6 * 2^-13 S per MMA, the allowance a B200 run needs
+    until one is measured. Then D's rounding to fp16: EPS16 of |D|, or half the smallest subnormal."""
+    a, b = _deq(qa), _deq(qb)
+    s = np.abs(a) @ np.abs(b).T
+    mmas = -(-a.shape[1] // 32)
+    per_mma = 6 * 2.0 ** -13 if hardware else 2 * EPS32
+    acc_err = mmas * per_mma * s
+    return EPS16 * (np.abs(a @ b.T) + acc_err) + acc_err + FP16_HALF_TINY
+
+
+def _deq(q):
+    return Q.dequantize(q, with_global=False).astype(np.float64)
+
+
+def _check(d, qa, qb):
+    ref = _deq(qa) @ _deq(qb).T
+    assert d.shape == ref.shape and d.dtype == np.float16
+    err = np.abs(d.astype(np.float64) - ref)
+    tol = tolerance(qa, qb)
+    worst = np.unravel_index(np.argmax(err - tol), err.shape)
+    assert np.all(err <= tol), f"D{worst} = {d[worst]}, numpy {ref[worst]}, error {err[worst]:.3g} > {tol[worst]:.3g}"
+    return err, ref
+
+
+def _spread_operands(m, n, k, fmt_a, fmt_b, seed, spread=0):
+    """A and B whose 32-element blocks along K sit at magnitudes 2^(s_j) in A and 2^(-s_j) in B,
+    s_j uniform in [-spread, spread]: the scale factors span 2 * spread binades while every product
+    stays near 1 (D must fit in fp16)."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(-spread, spread, -(-k // 32)).repeat(32)[:k]
+    a = rng.standard_normal((m, k)) * np.exp2(s)
+    b = rng.standard_normal((n, k)) * np.exp2(-s)
+    return Q.quantize(a.astype(np.float32), fmt_a), Q.quantize(b.astype(np.float32), fmt_b)
+
+
+# (M, N, K): ragged M and N in one tile with K of one scale block (32) or FP8's 16-byte minimum;
+# edge tiles in M and N, 2 x 3 tiles on the emulator's 2 clusters (CLC hands out the rest), a last
+# partial k-block (K = 416 = 3 x 128 + 32)
+FP8_SHAPES = [(5, 13, 16), (200, 72, 160)]
+MX_ONE_BLOCK = (37, 100, 32)
+MX_MANY_TILES = (300, 260, 416)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("fa, fb", [("e4m3", "e4m3"), ("e5m2", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e5m2")])
+def test_fp8_ragged(fa, fb, policy):
+    for i, (m, n, k) in enumerate(FP8_SHAPES):
+        qa, qb = _spread_operands(m, n, k, fa, fb, seed=10 + i)
+        _check(gemm_v11(qa, qb, backend="emulator", policy=policy, seed=i), qa, qb)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_mxfp8_one_scale_block(policy):
+    """K = 32: one scale factor per row; the k-block's other three scale columns are the packed
+    layout's padding and multiply the TMA's zero fill."""
+    qa, qb = _spread_operands(*MX_ONE_BLOCK, "mxfp8", "mxfp8", seed=3, spread=30)
+    _check(gemm_v11(qa, qb, backend="emulator", policy=policy, seed=4), qa, qb)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_mxfp8_many_tiles_scales_spanning_the_range(policy):
+    """Scale factors from 2^-68 to 2^60 (UE8M0 reaches 2^-127 .. 2^127), six tiles on two clusters,
+    four k-blocks (the last partial): every stage's scale atoms and both TMEM slots in use."""
+    qa, qb = _spread_operands(*MX_MANY_TILES, "mxfp8", "mxfp8", seed=5, spread=60)
+    exps = np.log2(qa.scales.astype(np.float32))
+    assert exps.min() < -50 and exps.max() > 50  # the scales do span the range
+    _check(gemm_v11(qa, qb, backend="emulator", policy=policy, seed=6), qa, qb)
+
+
+def test_scale_factors_matter():
+    """The check above could fail: A's scale factors of one k-block doubled for rows 0..31 (one TMEM
+    column of the atom) change exactly those rows of D beyond the tolerance."""
+    qa, qb = _spread_operands(64, 40, 256, "mxfp8", "mxfp8", seed=7, spread=4)
+    scales = qa.scales.astype(np.float32)
+    scales[:32, 5] *= 2
+    bad = Q.Quantized("mxfp8", qa.codes, qa.values, scales.astype(ml_dtypes.float8_e8m0fnu),
+                      Q.pack_scales(scales.astype(ml_dtypes.float8_e8m0fnu)))
+    d = gemm_v11(bad, qb, backend="emulator").astype(np.float64)
+    ref = _deq(qa) @ _deq(qb).T
+    wrong = np.abs(d - ref) > tolerance(qa, qb)
+    assert wrong[:32].mean() > 0.9 and not wrong[32:].any()
+
+
+def test_raw_codes_and_plain_scales():
+    """The other calling form: uint8 codes, fmt, and the plain (rows, K / 32) scale factors."""
+    qa, qb = _spread_operands(33, 20, 64, "mxfp8", "mxfp8", seed=8, spread=8)
+    d = gemm_v11(qa.codes, qb.codes, sfa=qa.scales, sfb=qb.scales, fmt="mxfp8", backend="emulator")
+    assert np.array_equal(d, gemm_v11(qa, qb, backend="emulator"))
+    fa, fb = _spread_operands(9, 17, 48, "e5m2", "e4m3", seed=9)
+    _check(gemm_v11(fa.codes, fb.codes, fmt=("e5m2", "e4m3"), backend="emulator"), fa, fb)
+
+
+def test_hardware_tolerance_is_wider():
+    qa, qb = _spread_operands(8, 8, 256, "e4m3", "e4m3", seed=1)
+    assert np.all(tolerance(qa, qb, hardware=True) > tolerance(qa, qb))
+
+
+# -- bad input, refused before anything launches ---------------------------------------------------
+@pytest.fixture
+def no_launch(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("gemm_v11 launched despite bad input")
+
+    monkeypatch.setattr(v11, "tma_launch", refuse)
+
+
+def _q(m, k, fmt, seed=0):
+    return Q.quantize(np.random.default_rng(seed).standard_normal((m, k)).astype(np.float32), fmt)
+
+
+@pytest.mark.usefixtures("no_launch")
+@pytest.mark.parametrize("case, match", [
+    ("pair", r"A in mxfp8 and B in e4m3: .*quantize both operands"),
+    ("nvfp4", r"nvfp4 .* is not built yet: quantize to 'mxfp8'"),
+    ("k_block", r"K = 48 is not a multiple of mxfp8's scale block of 32: pad K"),
+    ("sf_shape", r"sfa must have shape \(8, 2\)"),
+    ("sf_dtype", r"sfb must be a 2-D float8_e8m0fnu array"),
+    ("no_sf", r"mxfp8 needs scale factors: give sfa="),
+    ("sf_for_fp8", r"e4m3 has no scale factors: leave sfa out"),
+    ("no_fmt", r"A is a raw array: give fmt="),
+    ("fp8_k", r"K = 8: .* pad K with zero columns .* up to 16"),
+    ("k_mismatch", r"A has K = 64 and B has K = 32"),
+    ("codes_dtype", r"A must be a 2-D uint8 array of e4m3 codes"),
+    ("packed", r"A's packed scale factors must be 512 bytes"),
+    ("fmt_conflict", r"A is already quantized as e4m3 but fmt says 'e5m2'"),
+])
+def test_bad_input_refused(case, match):
+    a8, b8 = _q(8, 64, "mxfp8"), _q(8, 64, "mxfp8", 1)
+    calls = {
+        "pair": lambda: gemm_v11(a8, _q(8, 64, "e4m3")),
+        "nvfp4": lambda: gemm_v11(_q(8, 64, "nvfp4"), _q(8, 64, "nvfp4")),
+        "k_block": lambda: gemm_v11(np.zeros((8, 48), np.uint8), np.zeros((8, 48), np.uint8), fmt="mxfp8",
+                                    sfa=np.ones((8, 1), ml_dtypes.float8_e8m0fnu),
+                                    sfb=np.ones((8, 1), ml_dtypes.float8_e8m0fnu)),
+        "sf_shape": lambda: gemm_v11(a8.codes, b8.codes, fmt="mxfp8", sfa=a8.scales[:, :1].copy(), sfb=b8.scales),
+        "sf_dtype": lambda: gemm_v11(a8.codes, b8.codes, fmt="mxfp8", sfa=a8.scales,
+                                     sfb=b8.scales.astype(np.float32)),
+        "no_sf": lambda: gemm_v11(a8.codes, b8.codes, fmt="mxfp8"),
+        "sf_for_fp8": lambda: gemm_v11(a8.codes, b8.codes, fmt="e4m3", sfa=a8.scales),
+        "no_fmt": lambda: gemm_v11(a8.codes, b8),
+        "fp8_k": lambda: gemm_v11(_q(4, 8, "e4m3"), _q(4, 8, "e4m3")),
+        "k_mismatch": lambda: gemm_v11(_q(4, 64, "e4m3"), _q(4, 32, "e4m3")),
+        "codes_dtype": lambda: gemm_v11(np.zeros((4, 32), np.float16), np.zeros((4, 32), np.uint8), fmt="e4m3"),
+        "packed": lambda: gemm_v11(Q.Quantized("mxfp8", a8.codes, a8.values, a8.scales, a8.scales_packed[:100]), b8),
+        "fmt_conflict": lambda: gemm_v11(_q(4, 32, "e4m3"), _q(4, 32, "e4m3"), fmt="e5m2"),
+    }
+    with pytest.raises(ValueError, match=match):
+        calls[case]()
