@@ -79,8 +79,10 @@ DEPTH_FOR_KIND = {"f8f6f4": 8, "mxf8f6f4": 7}
 
 @cuda.jit(device=True, forceinline=True)
 def _desc(lo):
-    """The whole 64-bit descriptor of a low word (step 7's split form): the FP8 MMAs take it whole."""
-    return uint64(lo) | (uint64(DESC_HI) << uint64(32))
+    """The whole 64-bit descriptor of a low word (step 7's split form): the FP8 MMAs take it whole.
+    The low word is cut to 32 bits first: ``lo + stage * step`` is a 64-bit sum in numba, and its
+    carries would otherwise be computed in the loop."""
+    return uint64(uint32(lo)) | (uint64(DESC_HI) << uint64(32))
 
 
 def make_plan(depth, sf_bytes):
