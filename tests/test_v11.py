@@ -168,3 +168,27 @@ def test_bad_input_refused(case, match):
     }
     with pytest.raises(ValueError, match=match):
         calls[case]()
+
+
+# -- the sm_100a build ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["gemm_v11_kernel", "gemm_v11_fp8_kernel"])
+def test_builds_without_local_memory_and_orders_the_clc_loads(name):
+    """Both kernels (block-scaled and FP8) build for sm_100a with no local memory or spills; their MMA
+    loop holds the FP8 MMAs (UTCQMMA), 4 per k-block, and the block-scaled one the two tcgen05.cp
+    (UTCCP) per k-block; no GPU-scope fence or CALL in a loop; every CLC response load after its wait."""
+    from gemm_kernels.runtime.build import build, find_nvdisasm
+    from gemm_kernels.sass_loops import flagged_loops, hot_loops
+    from gemm_kernels.sass_order import check
+
+    b = build(getattr(v11, name), v11.SIGNATURE, arch="sm_100a")
+    assert b.local_bytes == 0 and b.spill_stores == 0 and b.spill_loads == 0
+    if find_nvdisasm() is None:
+        pytest.skip("nvdisasm not installed")
+    (mma,) = [h for h in hot_loops(b.sass) if h.kind == "MMA"]
+    ops = [line.split()[1] for line in b.sass.splitlines() if "UTCQMMA" in line or "UTCCP" in line]
+    assert ops and not any("UTCHMMA" in op for op in ops)
+    copies = sum(op.startswith("UTCCP") for op in ops)
+    assert (copies > 0) == (name == "gemm_v11_kernel")
+    assert not flagged_loops(b.sass)
+    loads = check(b.sass, v11.plan if name == "gemm_v11_kernel" else v11.fp8_plan)
+    assert loads and not any(ld.problem for ld in loads)

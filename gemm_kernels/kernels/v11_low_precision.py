@@ -296,7 +296,8 @@ def make_kernel(kind, depth, group=GROUP):
     return gemm_v11_kernel, plan
 
 
-gemm_v11_kernel, plan = make_kernel("mxf8f6f4", DEPTH_FOR_KIND["mxf8f6f4"])
+gemm_v11_kernel, plan = make_kernel("mxf8f6f4", DEPTH_FOR_KIND["mxf8f6f4"])  # the block-scaled one
+gemm_v11_fp8_kernel, fp8_plan = make_kernel("f8f6f4", DEPTH_FOR_KIND["f8f6f4"])  # same signature
 SIGNATURE = "void(uint64, uint64, uint64, uint64, uint64, int32, int32, int32, uint64, uint64, uint32)"
 LIMITS = ("FP8 (e4m3/e5m2, any mix) or MXFP8 x MXFP8 operands from gemm_kernels.quant; any M, N >= 1; "
           "K a multiple of 16 (FP8) or 32 (MXFP8); fp16 D; clusters of 2 CTAs")
