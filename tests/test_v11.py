@@ -1,5 +1,5 @@
-"""Step 11's kernel (gemm_v11): FP8 (kind::f8f6f4) and MXFP8 (kind::mxf8f6f4, scale factors through
-TMA and tcgen05.cp) on the emulator against numpy on the dequantised operands, at ragged M and N, K
+"""Step 11's kernel (gemm_v11): FP8 (kind::f8f6f4), MXFP8 (kind::mxf8f6f4) and NVFP4 (kind::mxf4nvf4;
+scale factors through TMA and tcgen05.cp, NVFP4's global scales in the writeback) on the emulator against numpy on the dequantised operands, at ragged M and N, K
 at one scale block, under every policy; bad input refused before anything launches."""
 import ml_dtypes
 import numpy as np
@@ -17,21 +17,22 @@ FP16_HALF_TINY = 2.0 ** -25  # half of fp16's smallest subnormal
 def tolerance(qa, qb, *, hardware=False):
     """How far D may be from numpy's float64 product of the dequantised operands, element by element.
     S = |A| . |B|^T bounds every partial sum. The emulator's model (ARCHITECTURE.md, "Low-precision
-    MMA numerics"): each MMA (K = 32) sums its products exactly and rounds once to float32 (<= EPS32 S),
-    then adds to the float32 accumulator (<= EPS32 S per addition): 2 EPS32 S per MMA. ``hardware``:
+    MMA numerics"): each MMA (K = 32, NVFP4's 64) sums its products exactly and rounds once to float32
+    (<= EPS32 S), then adds to the float32 accumulator (<= EPS32 S per addition): 2 EPS32 S per MMA;
+    NVFP4's multiplication by the global scales rounds once more (counted as one more MMA). ``hardware``:
     a tensor core that truncates like Hopper's FP8 wgmma (measured on an H200: within 3 units of
     2^(E - 13), 2^E <= 2 S) instead loses up to 6 * 2^-13 S per MMA, the allowance a B200 run needs
     until one is measured. Then D's rounding to fp16: EPS16 of |D|, or half the smallest subnormal."""
     a, b = _deq(qa), _deq(qb)
     s = np.abs(a) @ np.abs(b).T
-    mmas = -(-a.shape[1] // 32)
+    mmas = -(-a.shape[1] // 64) + 1 if qa.fmt == "nvfp4" else -(-a.shape[1] // 32)
     per_mma = 6 * 2.0 ** -13 if hardware else 2 * EPS32
     acc_err = mmas * per_mma * s
     return EPS16 * (np.abs(a @ b.T) + acc_err) + acc_err + FP16_HALF_TINY
 
 
 def _deq(q):
-    return Q.dequantize(q, with_global=False).astype(np.float64)
+    return Q.dequantize(q).astype(np.float64)  # NVFP4's global scale included: D includes it
 
 
 def _check(d, qa, qb):
@@ -89,6 +90,39 @@ def test_mxfp8_many_tiles_scales_spanning_the_range(policy):
     _check(gemm_v11(qa, qb, backend="emulator", policy=policy, seed=6), qa, qb)
 
 
+# NVFP4: ragged M and N with K of two scale blocks (32, the TMA's 16-byte rows of packed codes), and
+# edge tiles with a partial last k-block (K = 288 = 256 + 32: the scale columns packed again to 32)
+NV_SHAPES = [(37, 100, 32), (300, 140, 288)]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_nvfp4_ragged_with_global_scales(policy):
+    """Block scales across UE4M3's range (blocks 2^12 apart in magnitude) and global scales far from 1
+    (A's values near 1000, B's near 0.001): D carries both, applied in the writeback."""
+    for i, (m, n, k) in enumerate(NV_SHAPES):
+        qa, qb = _spread_operands(m, n, k, "nvfp4", "nvfp4", seed=20 + i, spread=6)
+        qa, qb = (Q.quantize(_deq(q).astype(np.float32) * f, "nvfp4") for q, f in ((qa, 1e3), (qb, 1e-3)))
+        assert qa.global_scale > 0.1 and qb.global_scale < 1e-4
+        _check(gemm_v11(qa, qb, backend="emulator", policy=policy, seed=i), qa, qb)
+
+
+def test_nvfp4_raw_codes():
+    """Packed E2M1 codes (two per byte, every code but -0) with plain UE4M3 scales in [1/16, 1/2]: no
+    global scale (1), so the scales keep D inside fp16."""
+    rng = np.random.default_rng(30)
+
+    def raw(rows, k=64):
+        codes = rng.choice([c for c in range(16) if c != 8], size=(rows, k)).astype(np.uint8)
+        scales = np.exp2(rng.uniform(-4, -1, (rows, k // 16))).astype(ml_dtypes.float8_e4m3fn)
+        return Q.pack_nibbles(codes), scales
+
+    (ca, sa), (cb, sb) = raw(20), raw(30)
+    d = gemm_v11(ca, cb, sfa=sa, sfb=sb, fmt="nvfp4", backend="emulator")
+    qa, qb = (Q.Quantized("nvfp4", c, Q.from_codes(c, "nvfp4").astype(ml_dtypes.float4_e2m1fn), s, Q.pack_scales(s))
+              for c, s in ((ca, sa), (cb, sb)))
+    _check(d, qa, qb)
+
+
 def test_scale_factors_matter():
     """The check above could fail: A's scale factors of one k-block doubled for rows 0..31 (one TMEM
     column of the atom) change exactly those rows of D beyond the tolerance."""
@@ -133,7 +167,8 @@ def _q(m, k, fmt, seed=0):
 @pytest.mark.usefixtures("no_launch")
 @pytest.mark.parametrize("case, match", [
     ("pair", r"A in mxfp8 and B in e4m3: .*quantize both operands"),
-    ("nvfp4", r"nvfp4 .* is not built yet: quantize to 'mxfp8'"),
+    ("nvfp4_k", r"K = 16: .* \(32 nvfp4 codes\); pad K .* up to 32"),
+    ("nvfp4_sf", r"sfb must be a 2-D float8_e4m3fn array \(one scale per 16"),
     ("k_block", r"K = 48 is not a multiple of mxfp8's scale block of 32: pad K"),
     ("sf_shape", r"sfa must have shape \(8, 2\)"),
     ("sf_dtype", r"sfb must be a 2-D float8_e8m0fnu array"),
@@ -147,10 +182,11 @@ def _q(m, k, fmt, seed=0):
     ("fmt_conflict", r"A is already quantized as e4m3 but fmt says 'e5m2'"),
 ])
 def test_bad_input_refused(case, match):
-    a8, b8 = _q(8, 64, "mxfp8"), _q(8, 64, "mxfp8", 1)
+    a8, b8, n4 = _q(8, 64, "mxfp8"), _q(8, 64, "mxfp8", 1), _q(8, 64, "nvfp4")
     calls = {
         "pair": lambda: gemm_v11(a8, _q(8, 64, "e4m3")),
-        "nvfp4": lambda: gemm_v11(_q(8, 64, "nvfp4"), _q(8, 64, "nvfp4")),
+        "nvfp4_k": lambda: gemm_v11(_q(8, 16, "nvfp4"), _q(8, 16, "nvfp4")),
+        "nvfp4_sf": lambda: gemm_v11(n4.codes, n4.codes, fmt="nvfp4", sfa=n4.scales, sfb=a8.scales),
         "k_block": lambda: gemm_v11(np.zeros((8, 48), np.uint8), np.zeros((8, 48), np.uint8), fmt="mxfp8",
                                     sfa=np.ones((8, 1), ml_dtypes.float8_e8m0fnu),
                                     sfb=np.ones((8, 1), ml_dtypes.float8_e8m0fnu)),
@@ -171,11 +207,12 @@ def test_bad_input_refused(case, match):
 
 
 # -- the sm_100a build ------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["gemm_v11_kernel", "gemm_v11_fp8_kernel"])
+@pytest.mark.parametrize("name", ["gemm_v11_kernel", "gemm_v11_fp8_kernel", "gemm_v11_nvfp4_kernel"])
 def test_builds_without_local_memory_and_orders_the_clc_loads(name):
-    """Both kernels (block-scaled and FP8) build for sm_100a with no local memory or spills; their MMA
-    loop holds the FP8 MMAs (UTCQMMA), 4 per k-block, and the block-scaled one the two tcgen05.cp
-    (UTCCP) per k-block; no GPU-scope fence or CALL in a loop; every CLC response load after its wait."""
+    """The three kernels (MXFP8, FP8, NVFP4) build for sm_100a with no local memory or spills; their MMA
+    loop holds the low-precision MMAs (UTCQMMA, NVFP4's UTCOMMA), no fp16 one, and the block-scaled
+    ones their tcgen05.cp (UTCCP); no GPU-scope fence or CALL in a loop; every CLC response load
+    after its wait."""
     from gemm_kernels.runtime.build import build, find_nvdisasm
     from gemm_kernels.sass_loops import flagged_loops, hot_loops
     from gemm_kernels.sass_order import check
@@ -185,10 +222,12 @@ def test_builds_without_local_memory_and_orders_the_clc_loads(name):
     if find_nvdisasm() is None:
         pytest.skip("nvdisasm not installed")
     (mma,) = [h for h in hot_loops(b.sass) if h.kind == "MMA"]
-    ops = [line.split()[1] for line in b.sass.splitlines() if "UTCQMMA" in line or "UTCCP" in line]
-    assert ops and not any("UTCHMMA" in op for op in ops)
+    ops = [line.split()[1] for line in b.sass.splitlines() if "UTC" in line and "MMA" in line or "UTCCP" in line]
+    assert not any(op.startswith("UTCHMMA") for op in ops)
+    assert any(op.startswith("UTCOMMA" if "nvfp4" in name else "UTCQMMA") for op in ops)
     copies = sum(op.startswith("UTCCP") for op in ops)
-    assert (copies > 0) == (name == "gemm_v11_kernel")
+    assert (copies > 0) == (name != "gemm_v11_fp8_kernel")
     assert not flagged_loops(b.sass)
-    loads = check(b.sass, v11.plan if name == "gemm_v11_kernel" else v11.fp8_plan)
+    plans = {"gemm_v11_kernel": v11.plan, "gemm_v11_fp8_kernel": v11.fp8_plan, "gemm_v11_nvfp4_kernel": v11.nvfp4_plan}
+    loads = check(b.sass, plans[name])
     assert loads and not any(ld.problem for ld in loads)

@@ -1,4 +1,4 @@
-"""Compared with step 10: FP8 operands (kind::f8f6f4) and MXFP8 operands whose scale factors travel global -> shared -> TMEM (TMA, then tcgen05.cp by the MMA issuer), on step 10's 256 x 128 cluster tile.
+"""Compared with step 10: FP8 operands (kind::f8f6f4), and MXFP8 and NVFP4 operands whose scale factors travel global -> shared -> TMEM (TMA, then tcgen05.cp by the MMA issuer), on step 10's 256 x 128 cluster tile.
 
 Step 11: the same kernel (any shape, CLC, the pair, no seam) fed one byte per element.
 
@@ -21,25 +21,35 @@ executed in issue order. The stage's commit (mma2tma) tracks the copies too, so 
 refills a scale-factor buffer that a copy has still to read. The k-block's four MMAs read bytes 0..3
 of the same TMEM words (the descriptor's scale-factor IDs, one per K = 32).
 
+NVFP4 (E2M1 elements packed two per byte, one UE4M3 scale per 16 elements, kind::mxf4nvf4.block16).
+A k-block is still 128 bytes per row, now 256 elements, so 16 scale factors per row: four atoms per
+operand, one TMA box of 2 KiB each, four copies each, and MMA k (64 elements) reads all four bytes of
+atom k's words. The host packs NVFP4's scale factors again with the columns padded to whole k-blocks
+(sf_view says why). NVFP4 also has one float32 scale per tensor, which the tensor core does not
+apply: the writeback multiplies the accumulator by the product of A's and B's before rounding to
+fp16 (epilogue's ``alpha``; the other formats keep step 10's writeback, instruction for instruction).
+
 TMEM. Step 10's 256-wide tile fills all 512 columns with two 256-column accumulators, and its
 128-wide tile with four of 128: neither leaves a column for scale factors. Step 11 keeps the 128-wide
 tile with two 128-column accumulators (the double buffer that removes the seam; the other two were
-slack) and gives columns 256..511 to scale factors: two slots, used by k-blocks in turn, of 4
-columns for A's atom and 4 for B's (a block-scaled format with more scale factors per k-block, NVFP4's
-16 per 256 elements, would take 16 + 16 per slot: the room is there). One slot would be correct by
+slack) and gives columns 256..511 to scale factors: two slots, used by k-blocks in turn, each of A's
+atoms and B's (MXFP8: 4 + 4 columns, NVFP4: 16 + 16; 64 of the 256 columns at most). Three
+accumulators (384 columns, leaving 128) would fit too, but a ring of three needs a division where a
+power of two needs a mask (pipeline.ring_slot), and step 10 measured no seam with two. One slot would be correct by
 the same issue-order rule (a copy after the MMAs that read the previous k-block's scale factors); two
 keep the next k-block's copy off the columns the MMAs in flight read, at no cost. The allocation
 stays a power of two (512).
 
-Depth. Each stage is 24 KiB of operands (step 10's narrow tile) plus 1 KiB of scale factors: 7 stages
-fit beside the 32 KiB of staging (8 did in step 10).
+Depth. Each stage is 24 KiB of operands (step 10's narrow tile) plus 1 KiB of scale factors (MXFP8)
+or 4 KiB (NVFP4): 7 or 6 stages fit beside the 32 KiB of staging (FP8, without scale factors: 8, as
+in step 10).
 
 What is new in the handoffs (step 10's names otherwise):
-  tma2mma[s]  also both CTAs' scale-factor atoms of the k-block (MXFP8)
+  tma2mma[s]  also both CTAs' scale-factor atoms of the k-block (MXFP8, NVFP4)
   mma2tma[s]  its commit also says the stage's tcgen05.cp copies have read the scale factors
 
-What step 11 does not do yet: NVFP4 (kind::mxf4nvf4, its global scales need a scaling epilogue),
-BF16/FP32 output. The host refuses them with what to use instead."""
+What step 11 does not do yet: BF16 or FP32 D (D is fp16, as in step 10), MXFP4 and mixed FP6/FP4
+operands of kind::f8f6f4 (quant has no such formats; check_pair refuses them)."""
 import functools
 
 from numba import cuda, uint8, uint32, uint64
@@ -73,8 +83,8 @@ SF_ATOM_BYTES, SF_ATOM_COLS = 512, 4  # 128 rows x 4 scale factors; in TMEM 32 l
 SF_SBO = 128  # the atom in shared memory: 8 rows of 16 bytes every 128 bytes, no swizzle
 SUBTILES = TILE_N // SUBTILE_COLS
 #: kind -> (scale-factor atoms per operand per k-block, TMEM columns of one scale-factor slot)
-KINDS = {"f8f6f4": 0, "mxf8f6f4": 1}
-DEPTH_FOR_KIND = {"f8f6f4": 8, "mxf8f6f4": 7}
+KINDS = {"f8f6f4": 0, "mxf8f6f4": 1, "mxf4nvf4": 4}
+DEPTH_FOR_KIND = {"f8f6f4": 8, "mxf8f6f4": 7, "mxf4nvf4": 6}
 
 
 @cuda.jit(device=True, forceinline=True)
@@ -112,6 +122,7 @@ def make_kernel(kind, depth, group=GROUP):
         raise ValueError(f"gemm_v11's kernel multiplies kind {list(KINDS)}; got {kind!r}")
     SF_ATOMS = KINDS[kind]  # per operand and k-block
     SCALED = SF_ATOMS > 0
+    NVFP4 = kind == "mxf4nvf4"  # 4 atoms per k-block (16 scale factors per row), global scales in the epilogue
     SF_BYTES = SF_ATOMS * SF_ATOM_BYTES
     SF_COLS = SF_ATOMS * SF_ATOM_COLS  # one operand's scale factors of one k-block, in TMEM
     plan, o = make_plan(depth, SF_BYTES)
@@ -124,7 +135,7 @@ def make_kernel(kind, depth, group=GROUP):
 
     @cuda.jit
     def gemm_v11_kernel(tmap_a, tmap_b, tmap_d, tmap_sfa, tmap_sfb, k_tiles, num_m, num_n, div_group, div_last,
-                        idesc):
+                        idesc, alpha):
         smem = cuda.shared.array(0, uint8, alignment=1024)
         smem32 = cuda.shared.array(0, uint32, alignment=1024)
         base = ptx.shared_addr(smem)
@@ -222,16 +233,22 @@ def make_kernel(kind, depth, group=GROUP):
                         sfa_tmem = tmem + SF_COL0 + sf_slot * (2 * SF_COLS)
                         sfb_tmem = sfa_tmem + SF_COLS
                         if ptx.elect_sync():
-                            if SCALED:  # new: shared -> TMEM, in issue order before the MMAs that read them
-                                ptx.tcgen05_cp_32x128b_warpx4_cg2(sfa_tmem, smem_desc_dev(
-                                    pipeline.stage_buffer(base + SFA0, stage, SF_BYTES), 16, SF_SBO, 0, 0))
-                                ptx.tcgen05_cp_32x128b_warpx4_cg2(sfb_tmem, smem_desc_dev(
-                                    pipeline.stage_buffer(base + SFB0, stage, SF_BYTES), 16, SF_SBO, 0, 0))
+                            for j in range(SF_ATOMS):  # new: shared -> TMEM, in issue order before the MMAs
+                                ptx.tcgen05_cp_32x128b_warpx4_cg2(sfa_tmem + j * SF_ATOM_COLS, smem_desc_dev(
+                                    pipeline.stage_buffer(base + SFA0, stage, SF_BYTES) + j * SF_ATOM_BYTES, 16, SF_SBO,
+                                    0, 0))
+                                ptx.tcgen05_cp_32x128b_warpx4_cg2(sfb_tmem + j * SF_ATOM_COLS, smem_desc_dev(
+                                    pipeline.stage_buffer(base + SFB0, stage, SF_BYTES) + j * SF_ATOM_BYTES, 16, SF_SBO,
+                                    0, 0))
                             for k in range(BLOCK_K_BYTES // MMA_K_BYTES):
                                 acc_k = accumulate | uint32(k > 0)
                                 a_k = a_desc + k * DESC_LO_K_STEP
                                 b_k = b_desc + k * DESC_LO_K_STEP
-                                if SCALED:  # MMA k reads byte k of each scale-factor word: its 32 elements' scale
+                                if NVFP4:  # MMA k (64 elements) reads atom k: all 4 bytes of its words
+                                    ptx.tcgen05_mma_mxf4nvf4_cg2(d_tmem, _desc(a_k), _desc(b_k), idesc,
+                                                                 sfa_tmem + k * SF_ATOM_COLS, sfb_tmem + k * SF_ATOM_COLS,
+                                                                 acc_k)
+                                elif SCALED:  # MMA k reads byte k of each scale-factor word: its 32 elements' scale
                                     ptx.tcgen05_mma_mxf8f6f4_cg2(d_tmem, _desc(a_k),
                                                                  _desc(b_k),
                                                                  instr_desc_sf_ids_dev(idesc, k, k), sfa_tmem,
@@ -266,9 +283,14 @@ def make_kernel(kind, depth, group=GROUP):
                 ptx.mbarrier_wait_sleep_relaxed_cluster(pipeline.barrier(base + MMA2LD, acc), acc_phase)
                 ptx.tcgen05_fence_after()
                 leader_ld2mma = ptx.mapa(pipeline.barrier(base + LD2MMA, acc), 0)
-                subtiled_writeback(tmap_d, lanes + acc * ACC_COLS, chunks, staging, tid, col0, row0,
-                                   leader_ld2mma, True, WRITEBACK_BARRIER, 128, SUBTILES, SUBTILES_PER_GROUP,
-                                   STAGING_BUFFERS)
+                if NVFP4:  # new: D = the two operands' global scales x the accumulator
+                    subtiled_writeback(tmap_d, lanes + acc * ACC_COLS, chunks, staging, tid, col0, row0,
+                                       leader_ld2mma, True, WRITEBACK_BARRIER, 128, SUBTILES, SUBTILES_PER_GROUP,
+                                       STAGING_BUFFERS, alpha)
+                else:
+                    subtiled_writeback(tmap_d, lanes + acc * ACC_COLS, chunks, staging, tid, col0, row0,
+                                       leader_ld2mma, True, WRITEBACK_BARRIER, 128, SUBTILES, SUBTILES_PER_GROUP,
+                                       STAGING_BUFFERS)
                 more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
                 done = uint32(done + uint32(1))
             if tid == 0:
@@ -298,11 +320,12 @@ def make_kernel(kind, depth, group=GROUP):
 
 gemm_v11_kernel, plan = make_kernel("mxf8f6f4", DEPTH_FOR_KIND["mxf8f6f4"])  # the block-scaled one
 gemm_v11_fp8_kernel, fp8_plan = make_kernel("f8f6f4", DEPTH_FOR_KIND["f8f6f4"])  # same signature
-SIGNATURE = "void(uint64, uint64, uint64, uint64, uint64, int32, int32, int32, uint64, uint64, uint32)"
-LIMITS = ("FP8 (e4m3/e5m2, any mix) or MXFP8 x MXFP8 operands from gemm_kernels.quant; any M, N >= 1; "
-          "K a multiple of 16 (FP8) or 32 (MXFP8); fp16 D; clusters of 2 CTAs")
-FP8_K_MULTIPLE = 16  # 16 bytes: the TMA's row rule for one-byte elements
-SUPPORTED = ("e4m3", "e5m2", "mxfp8")
+gemm_v11_nvfp4_kernel, nvfp4_plan = make_kernel("mxf4nvf4", DEPTH_FOR_KIND["mxf4nvf4"])
+SIGNATURE = "void(uint64, uint64, uint64, uint64, uint64, int32, int32, int32, uint64, uint64, uint32, float32)"
+LIMITS = ("FP8 (e4m3/e5m2, any mix), MXFP8 x MXFP8 or NVFP4 x NVFP4 operands from gemm_kernels.quant; any "
+          "M, N >= 1; K a multiple of 16 (FP8) or 32 (MXFP8, NVFP4); fp16 D; clusters of 2 CTAs")
+ROW_BYTES_MULTIPLE = 16  # the TMA's row rule: every row of A and B starts 16-byte aligned
+SUPPORTED = ("e4m3", "e5m2", "mxfp8", "nvfp4")
 
 
 def _as_quantized(name, x, fmt, sf):
@@ -329,7 +352,7 @@ def _as_quantized(name, x, fmt, sf):
         raise ValueError(f"{name} must be a 2-D uint8 array of {fmt} codes (one byte per element, rows x K), or a "
                          f"Quantized; got {got}")
     edtype, sdtype, block = Q.FORMATS[fmt]
-    values = Q.from_codes(x, fmt).astype(edtype) if fmt != "nvfp4" else None
+    values = Q.from_codes(x, fmt).astype(edtype)  # nvfp4: (rows, 2 x bytes), two codes per byte
     if block is None:
         if sf is not None:
             raise ValueError(f"{fmt} has no scale factors: leave sf{name.lower()} out")
@@ -341,9 +364,9 @@ def _as_quantized(name, x, fmt, sf):
     if sf.dtype != sdtype or sf.ndim != 2:
         raise ValueError(f"sf{name.lower()} must be a 2-D {np.dtype(sdtype).name} array (one scale per {block} "
                          f"elements of K); got {sf.dtype} {sf.shape}")
-    if sf.shape[1] * block != x.shape[1] or sf.shape[0] != x.shape[0]:
+    k = values.shape[1]
+    if sf.shape[1] * block != k or sf.shape[0] != x.shape[0]:
         # check_pair's message, with the shapes: K not a multiple of the block, or scales of another shape
-        k = x.shape[1]
         if k % block:
             raise ValueError(f"K = {k} is not a multiple of {fmt}'s scale block of {block}: pad K with zeros")
         raise ValueError(f"sf{name.lower()} must have shape ({x.shape[0]}, {k // block}) (one per {block} elements "
@@ -358,34 +381,48 @@ def check_inputs(a, b, sfa=None, sfb=None, fmt=None):
 
     fa, fb = fmt if isinstance(fmt, tuple) else (fmt, fmt)
     qa, qb = _as_quantized("A", a, fa, sfa), _as_quantized("B", b, fb, sfb)
-    for q in (qa, qb):
-        if q.fmt not in SUPPORTED:
-            raise ValueError(f"gemm_v11 multiplies {SUPPORTED} operands; {q.fmt} (kind::mxf4nvf4) is not built yet: "
-                             f"quantize to 'mxfp8' instead")
     kind, m, n, k = Q.check_pair(qa, qb)
     if m < 1 or n < 1:
         raise ValueError(f"gemm_v11 needs M >= 1 and N >= 1; got M={m}, N={n}")
-    if k % FP8_K_MULTIPLE:
+    per_byte = 2 if kind == "mxf4nvf4" else 1  # E2M1 codes pack two per byte
+    need = ROW_BYTES_MULTIPLE * per_byte
+    if k % need:
         raise ValueError(f"K = {k}: the TMA reads A and B row by row and every row must start 16-byte aligned "
-                         f"({FP8_K_MULTIPLE} FP8 codes); pad K with zero columns in both A and B up to "
-                         f"{-(-k // FP8_K_MULTIPLE) * FP8_K_MULTIPLE}")
+                         f"({need} {qa.fmt} codes); pad K with zero columns in both A and B up to "
+                         f"{-(-k // need) * need} (and quantize again)")
     return kind, qa, qb, m, n, k
 
 
-def sf_view(q, k_tiles):
+def sf_view(q, k_tiles, atoms):
     """The packed scale factors as the kernel's tensor map sees them: rows of 128 bytes, 4 rows per
-    512-byte atom, the atoms of one 128-row block along K first (quant.sf_offset), ``k_tiles`` atoms
-    per row block. quant packs exactly ceil(K / 128) = k_tiles atoms per row block for MXFP8."""
-    return q.scales_packed.reshape(-1, BLOCK_K_BYTES)
+    512-byte atom, the atoms of one 128-row block along K first (quant.sf_offset), ``k_tiles`` x
+    ``atoms`` atoms per row block, so that a k-block's atoms are one box. quant packs ceil(K / 128)
+    = k_tiles atoms per row block for MXFP8 (one per k-block), ceil(K / 64) for NVFP4; NVFP4's are
+    packed again with the scale columns padded to a whole k-block (16; the padding holds 1.0 and
+    multiplies the TMA's zero fill), or a partial last k-block's box would reach into the next row
+    block's atoms."""
+    import numpy as np
+
+    from .. import quant as Q
+
+    packed = q.scales_packed
+    cols = k_tiles * atoms * Q.SF_ATOM_COLS
+    if q.scales.shape[1] != cols:
+        one = np.ones((q.scales.shape[0], cols - q.scales.shape[1]), dtype=np.float32).astype(q.scales.dtype)
+        packed = Q.pack_scales(np.concatenate([q.scales, one], axis=1))
+    return packed.reshape(-1, BLOCK_K_BYTES)
 
 
 def gemm_v11(a, b, *, sfa=None, sfb=None, fmt=None, backend=None, policy="lazy", seed=0, trace=False,
              pipe_depth=None, group=GROUP, num_clusters=None, out=None):
-    """D = A @ B.T (fp16, FP32 accumulation) for FP8 or MXFP8 operands, any M, N. ``a``, ``b``:
-    gemm_kernels.quant.Quantized operands (``quantize(x, fmt)``), or uint8 code arrays (rows x K) with
-    ``fmt`` ('e4m3', 'e5m2', 'mxfp8', or a pair for A and B) and, for MXFP8, ``sfa`` / ``sfb``: the
-    plain (rows, K / 32) float8_e8m0fnu scale factors. D is what numpy gives on the dequantised
-    operands, up to FP32 accumulation and the fp16 rounding of D. Everything is checked before launch."""
+    """D = A @ B.T (fp16, FP32 accumulation) for FP8, MXFP8 or NVFP4 operands, any M, N. ``a``, ``b``:
+    gemm_kernels.quant.Quantized operands (``quantize(x, fmt)``), or uint8 code arrays with ``fmt``
+    ('e4m3', 'e5m2', 'mxfp8', 'nvfp4', or a pair for A and B): rows x K bytes, NVFP4 rows x K / 2
+    (two codes per byte), and for the block-scaled formats ``sfa`` / ``sfb``: the plain (rows,
+    K / block) scale factors (float8_e8m0fnu per 32 for MXFP8, float8_e4m3fn per 16 for NVFP4; raw
+    NVFP4 codes carry no global scale: 1). D is what numpy gives on the dequantised operands (NVFP4's
+    global scales included), up to FP32 accumulation and the fp16 rounding of D. Everything is
+    checked before launch."""
     from .host import check_pipeline_config, choose_backend, persistent_size
 
     kind, qa, qb, m, n, k = check_inputs(a, b, sfa, sfb, fmt)
@@ -399,18 +436,24 @@ def gemm_v11(a, b, *, sfa=None, sfb=None, fmt=None, backend=None, policy="lazy",
 
     idesc = Q.instr_desc(qa, qb, CLUSTER_M, TILE_N, cta_group=2)
     num_m, num_n = -(-m // CLUSTER_M), -(-n // TILE_N)
-    k_tiles = -(-k // BLOCK_K_BYTES)
+    k_bytes = k // 2 if kind == "mxf4nvf4" else k  # of one row of A or B
+    k_tiles = -(-k_bytes // BLOCK_K_BYTES)
     num_clusters = persistent_size(backend, num_clusters, EMULATOR_CLUSTERS, 2)
     kernel, kplan = make_kernel(kind, pipe_depth, group)
     tiles = num_m * num_n
+    import numpy as np
+
     sf_maps = (None, None)
     if kind != "f8f6f4":
-        sf_maps = tuple((f"SF{nm}", sf_view(q, k_tiles), 4, BLOCK_K_BYTES, "none") for nm, q in (("A", qa), ("B", qb)))
-    import numpy as np
+        atoms = KINDS[kind]
+        sf_maps = tuple((f"SF{nm}", sf_view(q, k_tiles, atoms), 4 * atoms, BLOCK_K_BYTES, "none")
+                        for nm, q in (("A", qa), ("B", qb)))
+    alpha = np.float32(qa.global_scale) * np.float32(qb.global_scale)  # NVFP4's; 1 otherwise
 
     return tma_launch(kernel, (2 * tiles, 1), qa.codes, qb.codes, m, n, k, backend, policy, seed,
                       trace, plan=kplan, threads=THREADS, cluster=(2, 1, 1),
                       boxes=((CTA_M, BLOCK_K_BYTES), (CTA_TILE_N, BLOCK_K_BYTES),
                              (CTA_M, SUBTILE_COLS, SUBTILE_SWIZZLE)),
-                      extra=scheduler_args(num_m, num_n, group) + (np.uint32(idesc),), k_tiles=k_tiles,
+                      extra=scheduler_args(num_m, num_n, group) + (np.uint32(idesc), np.float32(alpha)),
+                      k_tiles=k_tiles,
                       d_pitch=padded_pitch(n), out=out, resident=min(num_clusters, tiles), extra_maps=sf_maps)
