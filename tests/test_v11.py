@@ -231,3 +231,54 @@ def test_builds_without_local_memory_and_orders_the_clc_loads(name):
     plans = {"gemm_v11_kernel": v11.plan, "gemm_v11_fp8_kernel": v11.fp8_plan, "gemm_v11_nvfp4_kernel": v11.nvfp4_plan}
     loads = check(b.sass, plans[name])
     assert loads and not any(ld.problem for ld in loads)
+
+
+# -- step 11's new ways to be wrong, planted in gemm_v11's own kernel ---------------------------------
+def _planted(monkeypatch, old, new):
+    """gemm_v11 with one edit of make_kernel's source (the kernel keeps its file and line numbers)."""
+    import functools
+    import inspect
+
+    lines, first = inspect.getsourcelines(v11.make_kernel.__wrapped__)
+    src = "".join(lines)
+    assert src.count(old) == 1, old
+    ns = dict(vars(v11))
+    exec(compile("\n" * (first - 1) + src.replace(old, new), v11.__file__, "exec"), ns)  # noqa: S102
+    monkeypatch.setattr(v11, "make_kernel", functools.lru_cache(maxsize=None)(ns["make_kernel"]))
+    return first + src[:src.index(old)].count("\n")  # the edited line
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_planted_missing_copy_of_b_scales(monkeypatch, policy):
+    """The MMA issuer copies A's scale factors but not B's: the first MMA reads TMEM columns no
+    tcgen05.cp filled, named with the MMA's line."""
+    from gemm_kernels.emu.errors import UninitializedRead
+
+    _planted(monkeypatch, "ptx.tcgen05_cp_32x128b_warpx4_cg2(sfb_tmem + j * SF_ATOM_COLS,",
+             "(lambda *a: None)(sfb_tmem + j * SF_ATOM_COLS,")
+    qa, qb = _spread_operands(*MX_ONE_BLOCK, "mxfp8", "mxfp8", seed=3)
+    with pytest.raises(UninitializedRead, match=r"reads its B scale factors .* which no tcgen05.cp filled") as info:
+        gemm_v11(qa, qb, backend="emulator", policy=policy)
+    assert "v11_low_precision.py:" in str(info.value)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_planted_scale_factors_in_the_accumulator(monkeypatch, policy):
+    """The scale-factor slots placed at column 0, inside the accumulator: the MMA that overwrites the
+    copied scale factors is named."""
+    from gemm_kernels.emu.errors import TmemHazard
+
+    _planted(monkeypatch, "sfa_tmem = tmem + SF_COL0 + sf_slot", "sfa_tmem = tmem + 0 + sf_slot")
+    qa, qb = _spread_operands(*MX_ONE_BLOCK, "mxfp8", "mxfp8", seed=3)
+    with pytest.raises(TmemHazard, match=r"overlap the scale factors"):
+        gemm_v11(qa, qb, backend="emulator", policy=policy)
+
+
+def test_planted_scale_factors_of_another_k_block_are_caught_by_the_numbers(monkeypatch):
+    """Every k-block loads the first k-block's scale atoms: the TMEM is filled and ordered, so no rule
+    fires; the comparison with numpy on the dequantised operands is what catches it."""
+    _planted(monkeypatch, "sf_k = uint32(kc * SF_ATOMS * 4)", "sf_k = uint32(0 * kc)")
+    qa, qb = _spread_operands(40, 24, 256, "mxfp8", "mxfp8", seed=4, spread=8)
+    d = gemm_v11(qa, qb, backend="emulator")
+    ref = _deq(qa) @ _deq(qb).T
+    assert (np.abs(d - ref) > tolerance(qa, qb)).mean() > 0.9
