@@ -282,3 +282,26 @@ def test_planted_scale_factors_of_another_k_block_are_caught_by_the_numbers(monk
     d = gemm_v11(qa, qb, backend="emulator")
     ref = _deq(qa) @ _deq(qb).T
     assert (np.abs(d - ref) > tolerance(qa, qb)).mean() > 0.9
+
+
+# -- the B200 host path, on the fake GPU of tests/fake_gpu ------------------------------------------
+@pytest.mark.parametrize("fmt, shape", [("e4m3", (37, 100, 48)), ("mxfp8", (37, 100, 64)), ("nvfp4", (20, 30, 64))])
+def test_gpu_path_runs_its_kernel(fmt, shape, monkeypatch):
+    """backend="blackwell" on a fake B200 whose launches run on the emulator against its fake memory:
+    upload of codes and scale atoms, five tensor maps (A, B, D, then SFA and SFB, or 0 for FP8), the
+    cluster launch and the copy back; D must match numpy."""
+    from tests.fake_gpu import FakeGpu, execute
+
+    gpu = FakeGpu(executor=execute.emulated).install(monkeypatch)
+    try:
+        m, n, k = shape
+        qa, qb = _spread_operands(m, n, k, fmt, fmt, seed=40, spread=2)
+        _check(gemm_v11(qa, qb, backend="blackwell"), qa, qb)
+        (launch,) = gpu.kernel_launches()
+        maps = sorted(launch.tensor_maps)
+        assert len(maps) == (3 if fmt == "e4m3" else 5)
+        if fmt != "e4m3":
+            sf = [launch.tensor_maps[i] for i in (3, 4)]
+            assert [t.swizzle for t in sf] == ["CU_TENSOR_MAP_SWIZZLE_NONE"] * 2
+    finally:
+        FakeGpu.reset_caches()
