@@ -14,7 +14,7 @@ EPS32, EPS16 = 2.0 ** -24, 2.0 ** -11  # unit roundoffs (half an ulp at 1) of fl
 FP16_HALF_TINY = 2.0 ** -25  # half of fp16's smallest subnormal
 
 
-def tolerance(qa, qb, *, hardware=False):
+def tolerance(qa, qb, *, hardware=False, bf16=False):
     """How far D may be from numpy's float64 product of the dequantised operands, element by element.
     S = |A| . |B|^T bounds every partial sum. The emulator's model (ARCHITECTURE.md, "Low-precision
     MMA numerics"): each MMA (K = 32, NVFP4's 64) sums its products exactly and rounds once to float32
@@ -22,13 +22,15 @@ def tolerance(qa, qb, *, hardware=False):
     NVFP4's multiplication by the global scales rounds once more (counted as one more MMA). ``hardware``:
     a tensor core that truncates like Hopper's FP8 wgmma (measured on an H200: within 3 units of
     2^(E - 13), 2^E <= 2 S) instead loses up to 6 * 2^-13 S per MMA, the allowance a B200 run needs
-    until one is measured. Then D's rounding to fp16: EPS16 of |D|, or half the smallest subnormal."""
+    until one is measured. Then D's rounding to fp16: EPS16 of |D|, or half the smallest subnormal
+    (``bf16``: 2^-8 of |D|; bf16 has float32's range, its subnormals are far below these products)."""
     a, b = _deq(qa), _deq(qb)
     s = np.abs(a) @ np.abs(b).T
     mmas = -(-a.shape[1] // 64) + 1 if qa.fmt == "nvfp4" else -(-a.shape[1] // 32)
     per_mma = 6 * 2.0 ** -13 if hardware else 2 * EPS32
     acc_err = mmas * per_mma * s
-    return EPS16 * (np.abs(a @ b.T) + acc_err) + acc_err + FP16_HALF_TINY
+    eps, tiny = (2.0 ** -8, 0.0) if bf16 else (EPS16, FP16_HALF_TINY)
+    return eps * (np.abs(a @ b.T) + acc_err) + acc_err + tiny
 
 
 def _deq(q):
@@ -37,9 +39,10 @@ def _deq(q):
 
 def _check(d, qa, qb):
     ref = _deq(qa) @ _deq(qb).T
-    assert d.shape == ref.shape and d.dtype == np.float16
+    bf16 = d.dtype == ml_dtypes.bfloat16
+    assert d.shape == ref.shape and (bf16 or d.dtype == np.float16)
     err = np.abs(d.astype(np.float64) - ref)
-    tol = tolerance(qa, qb)
+    tol = tolerance(qa, qb, bf16=bf16)
     worst = np.unravel_index(np.argmax(err - tol), err.shape)
     assert np.all(err <= tol), f"D{worst} = {d[worst]}, numpy {ref[worst]}, error {err[worst]:.3g} > {tol[worst]:.3g}"
     return err, ref
@@ -146,6 +149,18 @@ def test_raw_codes_and_plain_scales():
     _check(gemm_v11(fa.codes, fb.codes, fmt=("e5m2", "e4m3"), backend="emulator"), fa, fb)
 
 
+@pytest.mark.parametrize("fmt", ["e5m2", "mxfp8", "nvfp4"])
+def test_bf16_output(fmt):
+    """D in bf16 (the writeback's cvt.rn.bf16x2.f32): within bf16's rounding of numpy, and further
+    from it than fp16's tolerance somewhere (a D rounded to fp16 by mistake would not be)."""
+    qa, qb = _spread_operands(70, 40, 64, fmt, fmt, seed=50, spread=3)
+    d = gemm_v11(qa, qb, backend="emulator", out_dtype="bfloat16")
+    assert d.dtype == ml_dtypes.bfloat16
+    _check(d, qa, qb)
+    ref = _deq(qa) @ _deq(qb).T
+    assert np.abs(d.astype(np.float64) - ref).max() > tolerance(qa, qb).min()  # bf16 is coarser: not fp16 by mistake
+
+
 def test_hardware_tolerance_is_wider():
     qa, qb = _spread_operands(8, 8, 256, "e4m3", "e4m3", seed=1)
     assert np.all(tolerance(qa, qb, hardware=True) > tolerance(qa, qb))
@@ -180,6 +195,7 @@ def _q(m, k, fmt, seed=0):
     ("codes_dtype", r"A must be a 2-D uint8 array of e4m3 codes"),
     ("packed", r"A's packed scale factors must be 512 bytes"),
     ("fmt_conflict", r"A is already quantized as e4m3 but fmt says 'e5m2'"),
+    ("out_dtype", r"out_dtype must be one of \('float16', 'bfloat16'\)"),
 ])
 def test_bad_input_refused(case, match):
     a8, b8, n4 = _q(8, 64, "mxfp8"), _q(8, 64, "mxfp8", 1), _q(8, 64, "nvfp4")
@@ -201,6 +217,7 @@ def test_bad_input_refused(case, match):
         "codes_dtype": lambda: gemm_v11(np.zeros((4, 32), np.float16), np.zeros((4, 32), np.uint8), fmt="e4m3"),
         "packed": lambda: gemm_v11(Q.Quantized("mxfp8", a8.codes, a8.values, a8.scales, a8.scales_packed[:100]), b8),
         "fmt_conflict": lambda: gemm_v11(_q(4, 32, "e4m3"), _q(4, 32, "e4m3"), fmt="e5m2"),
+        "out_dtype": lambda: gemm_v11(a8, b8, out_dtype="float32"),
     }
     with pytest.raises(ValueError, match=match):
         calls[case]()

@@ -119,14 +119,16 @@ EMULATOR_CTAS = 3
 
 
 def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, plan, threads, boxes,
-               cluster=(1, 1, 1), extra=(), k_tiles=None, d_pitch=None, out=None, resident=None, extra_maps=()):
+               cluster=(1, 1, 1), extra=(), k_tiles=None, d_pitch=None, out=None, resident=None, extra_maps=(),
+               d_dtype=np.float16):
     """Shared by steps 4-10: build the three tensor maps, launch, return D (and the launch).
     Step 10's extras: ``k_tiles`` (default K / 64), ``d_pitch`` (D's row pitch in elements, default
     N: D is then the M x N view of an M x d_pitch array), ``out`` (the M x N array to write) and
     ``resident`` (cluster launch control: the grid has a cluster per tile, of which this many run at
     once on the emulator; on a B200 the whole grid is launched and the chip decides).
     Step 11's ``extra_maps``: more tensor maps, (name, array, box_rows, box_cols, swizzle) each or
-    None (the kernel gets address 0 and must not use it), passed after D's and before ``k_tiles``."""
+    None (the kernel gets address 0 and must not use it), passed after D's and before ``k_tiles``;
+    ``d_dtype``, D's element type (2 bytes: step 11 stores BF16 D as uint16 and views it)."""
     import numpy as np
 
     from .tensor_maps import FirstColumns, emulator_maps, gpu_maps
@@ -137,7 +139,7 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
     if backend == "emulator":
         # D is ours, as on the GPU below: a store of a ragged edge writes the row's last 16-byte chunk
         # whole (recorded on an H200), so it must never be the caller's view of a wider array
-        d = np.zeros((m, pitch), dtype=np.float16)[:, :n]
+        d = np.zeros((m, pitch), dtype=d_dtype)[:, :n]
         addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), ("D", d, dm, dn) + tuple(dswz)]
                                       + [spec for spec in extra_maps if spec is not None])
         addrs = _with_absent(addrs, extra_maps)
@@ -151,7 +153,7 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
     from numba import cuda
 
     da, db = cuda.to_device(a), cuda.to_device(b)
-    d_full = cuda.to_device(np.zeros((m, pitch), dtype=np.float16))
+    d_full = cuda.to_device(np.zeros((m, pitch), dtype=d_dtype))
     # the map's rows are N long; a ragged edge's store also writes the padding up to the next 16 bytes
     dd = d_full if pitch == n else FirstColumns(d_full, n)
     extra_dev = [None if spec is None else (spec[0], cuda.to_device(spec[1])) + tuple(spec[2:]) for spec in extra_maps]

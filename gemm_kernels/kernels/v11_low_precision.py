@@ -48,8 +48,10 @@ What is new in the handoffs (step 10's names otherwise):
   tma2mma[s]  also both CTAs' scale-factor atoms of the k-block (MXFP8, NVFP4)
   mma2tma[s]  its commit also says the stage's tcgen05.cp copies have read the scale factors
 
-What step 11 does not do yet: BF16 or FP32 D (D is fp16, as in step 10), MXFP4 and mixed FP6/FP4
-operands of kind::f8f6f4 (quant has no such formats; check_pair refuses them)."""
+D is fp16 as in step 10, or bf16 (make_kernel's out_dtype: the writeback rounds with
+cvt.rn.bf16x2.f32; both are 2 bytes, so staging and stores are step 10's). What step 11 does not do
+yet: FP32 D (4-byte elements: another staging layout), MXFP4 and mixed FP6/FP4 operands of
+kind::f8f6f4 (quant has no such formats; check_pair refuses them)."""
 import functools
 
 from numba import cuda, uint8, uint32, uint64
@@ -84,6 +86,7 @@ SF_SBO = 128  # the atom in shared memory: 8 rows of 16 bytes every 128 bytes, n
 SUBTILES = TILE_N // SUBTILE_COLS
 #: kind -> (scale-factor atoms per operand per k-block, TMEM columns of one scale-factor slot)
 KINDS = {"f8f6f4": 0, "mxf8f6f4": 1, "mxf4nvf4": 4}
+OUT_DTYPES = ("float16", "bfloat16")  # D's element type: both 2 bytes, step 10's staging and stores
 DEPTH_FOR_KIND = {"f8f6f4": 8, "mxf8f6f4": 7, "mxf4nvf4": 6}
 
 
@@ -117,9 +120,12 @@ def make_plan(depth, sf_bytes):
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(kind, depth, group=GROUP):
+def make_kernel(kind, depth, group=GROUP, out_dtype="float16"):
     if kind not in KINDS:
         raise ValueError(f"gemm_v11's kernel multiplies kind {list(KINDS)}; got {kind!r}")
+    if out_dtype not in OUT_DTYPES:
+        raise ValueError(f"gemm_v11 writes D as one of {OUT_DTYPES}; got {out_dtype!r}")
+    BF16 = out_dtype == "bfloat16"  # new: the writeback rounds to bf16 pairs
     SF_ATOMS = KINDS[kind]  # per operand and k-block
     SCALED = SF_ATOMS > 0
     NVFP4 = kind == "mxf4nvf4"  # 4 atoms per k-block (16 scale factors per row), global scales in the epilogue
@@ -286,11 +292,11 @@ def make_kernel(kind, depth, group=GROUP):
                 if NVFP4:  # new: D = the two operands' global scales x the accumulator
                     subtiled_writeback(tmap_d, lanes + acc * ACC_COLS, chunks, staging, tid, col0, row0,
                                        leader_ld2mma, True, WRITEBACK_BARRIER, 128, SUBTILES, SUBTILES_PER_GROUP,
-                                       STAGING_BUFFERS, alpha)
+                                       STAGING_BUFFERS, alpha, BF16)
                 else:
                     subtiled_writeback(tmap_d, lanes + acc * ACC_COLS, chunks, staging, tid, col0, row0,
                                        leader_ld2mma, True, WRITEBACK_BARRIER, 128, SUBTILES, SUBTILES_PER_GROUP,
-                                       STAGING_BUFFERS)
+                                       STAGING_BUFFERS, 1.0, BF16)
                 more, t = schedule.clc_next(base + CLC_RESP, base + CLC_FULL, leader_clc_empty0, done)
                 done = uint32(done + uint32(1))
             if tid == 0:
@@ -414,18 +420,24 @@ def sf_view(q, k_tiles, atoms):
 
 
 def gemm_v11(a, b, *, sfa=None, sfb=None, fmt=None, backend=None, policy="lazy", seed=0, trace=False,
-             pipe_depth=None, group=GROUP, num_clusters=None, out=None):
+             pipe_depth=None, group=GROUP, num_clusters=None, out=None, out_dtype="float16"):
     """D = A @ B.T (fp16, FP32 accumulation) for FP8, MXFP8 or NVFP4 operands, any M, N. ``a``, ``b``:
     gemm_kernels.quant.Quantized operands (``quantize(x, fmt)``), or uint8 code arrays with ``fmt``
     ('e4m3', 'e5m2', 'mxfp8', 'nvfp4', or a pair for A and B): rows x K bytes, NVFP4 rows x K / 2
     (two codes per byte), and for the block-scaled formats ``sfa`` / ``sfb``: the plain (rows,
     K / block) scale factors (float8_e8m0fnu per 32 for MXFP8, float8_e4m3fn per 16 for NVFP4; raw
     NVFP4 codes carry no global scale: 1). D is what numpy gives on the dequantised operands (NVFP4's
-    global scales included), up to FP32 accumulation and the fp16 rounding of D. Everything is
-    checked before launch."""
+    global scales included), up to FP32 accumulation and the rounding of D to ``out_dtype``
+    ('float16', or 'bfloat16': an ml_dtypes.bfloat16 array). ``out`` (fp16 D only): an M x N array
+    to write D into, as in step 10. Everything is checked before launch."""
     from .host import check_pipeline_config, choose_backend, persistent_size
 
     kind, qa, qb, m, n, k = check_inputs(a, b, sfa, sfb, fmt)
+    if out_dtype not in OUT_DTYPES:
+        raise ValueError(f"out_dtype must be one of {OUT_DTYPES} (D is rounded from the FP32 accumulator to it); "
+                         f"got {out_dtype!r}")
+    if out is not None and out_dtype != "float16":
+        raise ValueError("out= takes an fp16 D; for a bfloat16 D leave out= out and copy the result")
     if pipe_depth is not None:
         check_pipeline_config(pipe_depth, group)
     pipe_depth = DEPTH_FOR_KIND[kind] if pipe_depth is None else pipe_depth
@@ -439,7 +451,7 @@ def gemm_v11(a, b, *, sfa=None, sfb=None, fmt=None, backend=None, policy="lazy",
     k_bytes = k // 2 if kind == "mxf4nvf4" else k  # of one row of A or B
     k_tiles = -(-k_bytes // BLOCK_K_BYTES)
     num_clusters = persistent_size(backend, num_clusters, EMULATOR_CLUSTERS, 2)
-    kernel, kplan = make_kernel(kind, pipe_depth, group)
+    kernel, kplan = make_kernel(kind, pipe_depth, group, out_dtype)
     tiles = num_m * num_n
     import numpy as np
 
@@ -450,10 +462,20 @@ def gemm_v11(a, b, *, sfa=None, sfb=None, fmt=None, backend=None, policy="lazy",
                         for nm, q in (("A", qa), ("B", qb)))
     alpha = np.float32(qa.global_scale) * np.float32(qb.global_scale)  # NVFP4's; 1 otherwise
 
-    return tma_launch(kernel, (2 * tiles, 1), qa.codes, qb.codes, m, n, k, backend, policy, seed,
+    bf16 = out_dtype == "bfloat16"  # stored as uint16 (numba's device arrays have no bf16), viewed after
+    d = tma_launch(kernel, (2 * tiles, 1), qa.codes, qb.codes, m, n, k, backend, policy, seed,
                       trace, plan=kplan, threads=THREADS, cluster=(2, 1, 1),
                       boxes=((CTA_M, BLOCK_K_BYTES), (CTA_TILE_N, BLOCK_K_BYTES),
                              (CTA_M, SUBTILE_COLS, SUBTILE_SWIZZLE)),
                       extra=scheduler_args(num_m, num_n, group) + (np.uint32(idesc), np.float32(alpha)),
                       k_tiles=k_tiles,
-                      d_pitch=padded_pitch(n), out=out, resident=min(num_clusters, tiles), extra_maps=sf_maps)
+                      d_pitch=padded_pitch(n), out=out, resident=min(num_clusters, tiles), extra_maps=sf_maps,
+                      d_dtype=np.uint16 if bf16 else np.float16)
+    if not bf16:
+        return d
+    import ml_dtypes
+
+    if trace:
+        d.d = d.d.view(ml_dtypes.bfloat16)
+        return d
+    return d.view(ml_dtypes.bfloat16)
