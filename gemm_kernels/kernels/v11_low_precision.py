@@ -1,6 +1,6 @@
 """Compared with step 10: FP8 operands (kind::f8f6f4), and MXFP8 and NVFP4 operands whose scale factors travel global -> shared -> TMEM (TMA, then tcgen05.cp by the MMA issuer), on step 10's 256 x 128 cluster tile.
 
-Step 11: the same kernel (any shape, CLC, the pair, no seam) fed one byte per element.
+Step 11: the same kernel (any shape, CLC, the pair, no seam) fed one byte per element, or half a byte.
 
 The operands. A and B are FP8 codes (e4m3 or e5m2, one byte per element; gemm_kernels.quant makes
 them). One MMA reads 32 bytes of each row whatever the format, so a k-block of 128 FP8 elements is
@@ -27,17 +27,19 @@ operand, one TMA box of 2 KiB each, four copies each, and MMA k (64 elements) re
 atom k's words. The host packs NVFP4's scale factors again with the columns padded to whole k-blocks
 (sf_view says why). NVFP4 also has one float32 scale per tensor, which the tensor core does not
 apply: the writeback multiplies the accumulator by the product of A's and B's before rounding to
-fp16 (epilogue's ``alpha``; the other formats keep step 10's writeback, instruction for instruction).
+fp16 (epilogue's ``alpha``; the other formats leave it at 1.0, which compiles to no instruction:
+steps 7-10's SASS is byte for byte what it was before the argument existed).
 
 TMEM. Step 10's 256-wide tile fills all 512 columns with two 256-column accumulators, and its
 128-wide tile with four of 128: neither leaves a column for scale factors. Step 11 keeps the 128-wide
-tile with two 128-column accumulators (the double buffer that removes the seam; the other two were
-slack) and gives columns 256..511 to scale factors: two slots, used by k-blocks in turn, each of A's
+tile with two 128-column accumulators (the double buffer that removes the seam; step 10's other two
+go) and gives columns 256..511 to scale factors: two slots, used by k-blocks in turn, each of A's
 atoms and B's (MXFP8: 4 + 4 columns, NVFP4: 16 + 16; 64 of the 256 columns at most). Three
-accumulators (384 columns, leaving 128) would fit too, but a ring of three needs a division where a
-power of two needs a mask (pipeline.ring_slot), and step 10 measured no seam with two. One slot would be correct by
+accumulators (384 columns, leaving 128) would fit too, but a ring of three takes a division by 3 where
+two take a mask (pipeline.ring_slot), and two were enough for step 10 (its tensor core waited 2.3%
+of a tile between tiles, with two 256-column accumulators). One slot would be correct by
 the same issue-order rule (a copy after the MMAs that read the previous k-block's scale factors); two
-keep the next k-block's copy off the columns the MMAs in flight read, at no cost. The allocation
+keep the next k-block's copy off the columns the MMAs in flight read, in columns nothing else uses. The allocation
 stays a power of two (512).
 
 Depth. Each stage is 24 KiB of operands (step 10's narrow tile) plus 1 KiB of scale factors (MXFP8)
