@@ -110,6 +110,8 @@ def tmem_load_subtile(taddr, alpha=1.0, bf16=False):
     v = ptx.tmem_ld_32x32b_x32(taddr)
     ptx.tmem_wait_ld()
     a = float32(alpha)
+    # two whole tuples: a shared pack helper (bf16 ? pack_bf16x2 : pack_f16x2) changed step 10's
+    # register allocation and instruction order
     if bf16:
         return (ptx.pack_bf16x2(v[0] * a, v[1] * a), ptx.pack_bf16x2(v[2] * a, v[3] * a),
                 ptx.pack_bf16x2(v[4] * a, v[5] * a), ptx.pack_bf16x2(v[6] * a, v[7] * a),
