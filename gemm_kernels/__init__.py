@@ -16,6 +16,10 @@ def __getattr__(name):
     # gemm_vN imports its kernel module lazily: importing the package stays cheap
     if name.startswith("gemm_v") and name[6:].isdigit() and int(name[6:]) in CHAPTERS:
         return CHAPTERS[int(name[6:])].entry
+    if name == "gemm_v11":  # step 11's kernel, not (yet) a chapter: as lazy as the chapters' entries
+        from .kernels.v11_low_precision import gemm_v11
+
+        return gemm_v11
     raise AttributeError(f"module 'gemm_kernels' has no attribute {name!r}")
 
 

@@ -4,7 +4,8 @@ Static counts of an nvdisasm listing (``nvdisasm -c``), the method of
 ``../shared/reference/cutlass-comparison.md``: every backward branch defines a loop, its body being
 the instructions from the branch target up to the branch. The three hot loops of a GEMM are
 
-* the MMA loop, the smallest loop holding a UTCHMMA, counted per k-block of 64 (UTCHMMA / 4);
+* the MMA loop, the smallest loop holding a UTCHMMA (step 11: UTCQMMA for FP8, UTCOMMA for FP4), per
+  k-block of 64 fp16, 128 FP8 or 256 FP4 elements (four MMAs, 128 bytes of each row);
 * the TMA-producer loop, the smallest loop holding a UTMALDG, per k-block (UTMALDG / loads per stage),
   and per TMA load (UTMALDG): the figure that compares producers loading a different number of tiles
   per stage (chapter 9 loads three, two A halves and B; CUTLASS two);
@@ -35,7 +36,7 @@ _BRANCH_TARGET = re.compile(r"\bBRA\b[^`]*`\((\.L_x_\d+)\)")
 
 #: (category, regex on the opcode), first match wins
 CATEGORIES = (
-    ("mma/commit", r"^(UTCHMMA|UTCBAR|UTCQMMA|UTCIMMA)"),
+    ("mma/commit", r"^(UTCHMMA|UTCBAR|UTCQMMA|UTCOMMA|UTCIMMA|UTCCP)"),  # step 11: FP4 MMA, tcgen05.cp
     ("tma", r"^(UTMALDG|UTMASTG|UTMACMDFLUSH|UTMACCTL|UTMAPF|UBLKCP)"),
     ("tmem ld", r"^LDTM"),
     ("cvt f16", r"^F2FP"),
@@ -66,7 +67,7 @@ CUTLASS_HOT_LOOPS = {
 CUTLASS_LOADS_PER_STAGE = 2
 
 HOT_LOOPS = (  # kind, the opcode that marks it, the unit
-    ("MMA", r"^UTCHMMA", "k-block"),
+    ("MMA", r"^(UTCHMMA|UTCQMMA|UTCOMMA)", "k-block"),
     ("TMA producer", r"^UTMALDG", "k-block"),
     ("epilogue", r"^LDTM", "128 cols/thread"),
 )
@@ -215,7 +216,7 @@ EPILOGUE_UNIT_COLS = 128
 
 def _units(kind, ops, loads_per_stage):
     if kind == "MMA":
-        return sum(o.startswith("UTCHMMA") for o in ops) / 4
+        return sum(o.startswith(("UTCHMMA", "UTCQMMA", "UTCOMMA")) for o in ops) / 4
     if kind == "TMA producer":
         return sum(o.startswith("UTMALDG") for o in ops) / loads_per_stage
     cols = 0

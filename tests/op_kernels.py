@@ -461,6 +461,12 @@ def k_pack_f16x2(tmap, x, out, fout):
     out[1 + cuda.threadIdx.x] = ptx.pack_f16x2(fout[cuda.threadIdx.x], fout[128 + cuda.threadIdx.x])
 
 
+def k_pack_bf16x2(tmap, x, out, fout):
+    bars = cuda.shared.array(2, uint64)
+    out[0] = ptx.shared_addr(bars) + x
+    out[1 + cuda.threadIdx.x] = ptx.pack_bf16x2(fout[cuda.threadIdx.x], fout[128 + cuda.threadIdx.x])
+
+
 def k_set_warp_role(tmap, x, out, fout):
     bars = cuda.shared.array(2, uint64)
     out[0] = ptx.shared_addr(bars) + x

@@ -118,6 +118,7 @@ SASS_SM100 = {
     "cluster_arrive": ("UCGABAR_ARV", None),             # after MEMBAR.ALL.GPU (release)
     "cluster_wait": ("UCGABAR_WAIT", None),              # + CCTL.IVALL (acquire)
     "pack_f16x2": ("F2FP.F16.F32.PACK_AB", None),
+    "pack_bf16x2": ("F2FP.BF16.F32.PACK_AB", None),
     # shared memory
     "st_shared_v4": ("STS.128", None),
     "set_warp_role": None,

@@ -33,7 +33,8 @@ def add_parser(subparsers):
     what.add_argument("--ordering", action="store_true",
                       help="check that every ordinary load of mbarrier-published shared memory (the CLC "
                            "response) comes after a wait on its barrier on every path (gemm_kernels.sass_order; "
-                           "--chapter only); exit 1 if one does not")
+                           "--chapter, or --kernel whose module names its shared-memory plan ``plan``); exit 1 "
+                           "if one does not")
     p.add_argument("--loads-per-stage", type=int, metavar="N",
                    help="TMA loads per pipeline stage, to count the producer loop per k-block (default: the "
                         "chapter's, else 2)")
@@ -83,11 +84,12 @@ def run(args) -> int:
     elif args.ordering:
         from gemm_kernels.sass_order import chapter_plan, check, report as ordering_report
 
-        if not b.sass or args.chapter is None:
-            print("error: --ordering needs the SASS (nvdisasm) and --chapter (for its shared-memory plan)",
-                  file=sys.stderr)
+        plan = chapter_plan(args.chapter) if args.chapter is not None else _module_plan(args.kernel)
+        if not b.sass or plan is None:
+            print("error: --ordering needs the SASS (nvdisasm) and the kernel's shared-memory plan (--chapter, "
+                  "or --kernel MODULE:FUNCTION where MODULE defines ``plan``)", file=sys.stderr)
             return 2
-        loads = check(b.sass, chapter_plan(args.chapter))
+        loads = check(b.sass, plan)
         print(ordering_report(loads, ref.label))
         return 1 if any(ld.problem for ld in loads) else 0
     else:
@@ -120,3 +122,13 @@ def _why_it_did_not_build(ref, arch, err) -> str:
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
     first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "")
     return f"cannot build {ref.label} for {arch} (signature {ref.signature!r}): {type(err).__name__}: {first}"
+
+
+def _module_plan(spec):
+    """The shared-memory plan (an ``SmemPlan`` named ``plan``) of the module of ``MODULE:FUNCTION``, or None."""
+    import importlib
+
+    from gemm_kernels.smem_plan import SmemPlan
+
+    plan = getattr(importlib.import_module(spec.split(":")[0]), "plan", None)
+    return plan if isinstance(plan, SmemPlan) else None

@@ -102,17 +102,33 @@ def subtile_row(staging_addr, row):
 
 
 @cuda.jit(device=True, forceinline=True)
-def tmem_load_subtile(taddr):
+def tmem_load_subtile(taddr, alpha=1.0, bf16=False):
     """This thread's row of 32 accumulator columns at TMEM address ``taddr`` (lane field included),
-    waited on (tcgen05.wait::ld) and rounded to 16 fp16 pairs."""
+    waited on (tcgen05.wait::ld), times ``alpha`` (step 11's NVFP4 global scales; 1.0, the default,
+    is folded away: the same instructions as without it) and rounded to 16 fp16 pairs (``bf16``, a
+    compile-time constant: bf16 pairs, step 11's BF16 D)."""
     v = ptx.tmem_ld_32x32b_x32(taddr)
     ptx.tmem_wait_ld()
-    return (ptx.pack_f16x2(v[0], v[1]), ptx.pack_f16x2(v[2], v[3]), ptx.pack_f16x2(v[4], v[5]),
-            ptx.pack_f16x2(v[6], v[7]), ptx.pack_f16x2(v[8], v[9]), ptx.pack_f16x2(v[10], v[11]),
-            ptx.pack_f16x2(v[12], v[13]), ptx.pack_f16x2(v[14], v[15]), ptx.pack_f16x2(v[16], v[17]),
-            ptx.pack_f16x2(v[18], v[19]), ptx.pack_f16x2(v[20], v[21]), ptx.pack_f16x2(v[22], v[23]),
-            ptx.pack_f16x2(v[24], v[25]), ptx.pack_f16x2(v[26], v[27]), ptx.pack_f16x2(v[28], v[29]),
-            ptx.pack_f16x2(v[30], v[31]))
+    a = float32(alpha)
+    # two whole tuples: a shared pack helper (bf16 ? pack_bf16x2 : pack_f16x2) changed step 10's
+    # register allocation and instruction order
+    if bf16:
+        return (ptx.pack_bf16x2(v[0] * a, v[1] * a), ptx.pack_bf16x2(v[2] * a, v[3] * a),
+                ptx.pack_bf16x2(v[4] * a, v[5] * a), ptx.pack_bf16x2(v[6] * a, v[7] * a),
+                ptx.pack_bf16x2(v[8] * a, v[9] * a), ptx.pack_bf16x2(v[10] * a, v[11] * a),
+                ptx.pack_bf16x2(v[12] * a, v[13] * a), ptx.pack_bf16x2(v[14] * a, v[15] * a),
+                ptx.pack_bf16x2(v[16] * a, v[17] * a), ptx.pack_bf16x2(v[18] * a, v[19] * a),
+                ptx.pack_bf16x2(v[20] * a, v[21] * a), ptx.pack_bf16x2(v[22] * a, v[23] * a),
+                ptx.pack_bf16x2(v[24] * a, v[25] * a), ptx.pack_bf16x2(v[26] * a, v[27] * a),
+                ptx.pack_bf16x2(v[28] * a, v[29] * a), ptx.pack_bf16x2(v[30] * a, v[31] * a))
+    return (ptx.pack_f16x2(v[0] * a, v[1] * a), ptx.pack_f16x2(v[2] * a, v[3] * a),
+            ptx.pack_f16x2(v[4] * a, v[5] * a), ptx.pack_f16x2(v[6] * a, v[7] * a),
+            ptx.pack_f16x2(v[8] * a, v[9] * a), ptx.pack_f16x2(v[10] * a, v[11] * a),
+            ptx.pack_f16x2(v[12] * a, v[13] * a), ptx.pack_f16x2(v[14] * a, v[15] * a),
+            ptx.pack_f16x2(v[16] * a, v[17] * a), ptx.pack_f16x2(v[18] * a, v[19] * a),
+            ptx.pack_f16x2(v[20] * a, v[21] * a), ptx.pack_f16x2(v[22] * a, v[23] * a),
+            ptx.pack_f16x2(v[24] * a, v[25] * a), ptx.pack_f16x2(v[26] * a, v[27] * a),
+            ptx.pack_f16x2(v[28] * a, v[29] * a), ptx.pack_f16x2(v[30] * a, v[31] * a))
 
 
 @cuda.jit(device=True, forceinline=True)
@@ -179,7 +195,7 @@ def arrive_ld2mma(ld2mma, cluster_arrive):
 # same instructions but a different block layout, one instruction more per tile in step 7's loop.
 @cuda.jit(device=True, inline="always", forceinline=True)
 def subtiled_writeback(tmap_d, taddr, chunks, staging, row, d_col, d_row, ld2mma, cluster_arrive,
-                       barrier_id, barrier_threads, subtiles, per_group, buffers):
+                       barrier_id, barrier_threads, subtiles, per_group, buffers, alpha=1.0, bf16=False):
     """One tile's writeback by a warpgroup (steps 7, 8 and 10), after its accumulator's wait: ``subtiles``
     subtiles of 32 columns, TMEM (from address ``taddr``, this warp's lane field included) ->
     registers (16 fp16 pairs) -> staging buffer ``sub % buffers`` of the ring at ``staging`` (this
@@ -190,9 +206,11 @@ def subtiled_writeback(tmap_d, taddr, chunks, staging, row, d_col, d_row, ld2mma
     Right after the last tcgen05.ld, one lane per warp arrives on ``ld2mma`` (the MMA warp may
     refill the accumulator): a relaxed cluster-scope arrive where ``cluster_arrive`` (steps 8-10,
     the address mapped to the leader CTA), an ordinary one otherwise. Every count is a compile-time
-    constant at the call: after inlining the loop unrolls and each buffer's offset is an immediate."""
+    constant at the call: after inlining the loop unrolls and each buffer's offset is an immediate.
+    ``alpha`` multiplies the accumulator before the rounding (step 11's NVFP4 global scales);
+    ``bf16`` (compile-time) rounds to bf16 instead of fp16 (step 11's BF16 D)."""
     for sub in range(subtiles):
-        packed = tmem_load_subtile(taddr + sub * SUBTILE_COLS)  # tcgen05.wait::ld'ed
+        packed = tmem_load_subtile(taddr + sub * SUBTILE_COLS, alpha, bf16)  # tcgen05.wait::ld'ed
         if sub == subtiles - 1:  # every column read: the MMA warp may refill the accumulator
             ptx.tcgen05_fence_before()
             cuda.syncwarp()  # every lane's tcgen05.wait::ld is ordered before the elected lane's arrive

@@ -119,12 +119,16 @@ EMULATOR_CTAS = 3
 
 
 def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, plan, threads, boxes,
-               cluster=(1, 1, 1), extra=(), k_tiles=None, d_pitch=None, out=None, resident=None):
+               cluster=(1, 1, 1), extra=(), k_tiles=None, d_pitch=None, out=None, resident=None, extra_maps=(),
+               d_dtype=np.float16):
     """Shared by steps 4-10: build the three tensor maps, launch, return D (and the launch).
     Step 10's extras: ``k_tiles`` (default K / 64), ``d_pitch`` (D's row pitch in elements, default
     N: D is then the M x N view of an M x d_pitch array), ``out`` (the M x N array to write) and
     ``resident`` (cluster launch control: the grid has a cluster per tile, of which this many run at
-    once on the emulator; on a B200 the whole grid is launched and the chip decides)."""
+    once on the emulator; on a B200 the whole grid is launched and the chip decides).
+    Step 11's ``extra_maps``: more tensor maps, (name, array, box_rows, box_cols, swizzle) each or
+    None (the kernel gets address 0 and must not use it), passed after D's and before ``k_tiles``;
+    ``d_dtype``, D's element type (2 bytes: step 11 stores BF16 D as uint16 and views it)."""
     import numpy as np
 
     from .tensor_maps import FirstColumns, emulator_maps, gpu_maps
@@ -135,8 +139,10 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
     if backend == "emulator":
         # D is ours, as on the GPU below: a store of a ragged edge writes the row's last 16-byte chunk
         # whole (recorded on an H200), so it must never be the caller's view of a wider array
-        d = np.zeros((m, pitch), dtype=np.float16)[:, :n]
-        addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), ("D", d, dm, dn) + tuple(dswz)])
+        d = np.zeros((m, pitch), dtype=d_dtype)[:, :n]
+        addrs, models = emulator_maps([("A", a, am, ak), ("B", b, bm, bk), ("D", d, dm, dn) + tuple(dswz)]
+                                      + [spec for spec in extra_maps if spec is not None])
+        addrs = _with_absent(addrs, extra_maps)
         clc = {} if resident is None else {"resident": resident}
         launch = run_on_emulator(kernel, grid, threads, tuple(addrs) + (k_tiles,) + tuple(extra), plan=plan,
                                  cluster=cluster, policy=policy, seed=seed, trace=trace, tensor_maps=models, **clc)
@@ -147,10 +153,13 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
     from numba import cuda
 
     da, db = cuda.to_device(a), cuda.to_device(b)
-    d_full = cuda.to_device(np.zeros((m, pitch), dtype=np.float16))
+    d_full = cuda.to_device(np.zeros((m, pitch), dtype=d_dtype))
     # the map's rows are N long; a ragged edge's store also writes the padding up to the next 16 bytes
     dd = d_full if pitch == n else FirstColumns(d_full, n)
-    addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn) + tuple(dswz)])
+    extra_dev = [None if spec is None else (spec[0], cuda.to_device(spec[1])) + tuple(spec[2:]) for spec in extra_maps]
+    addrs, keep = gpu_maps([("A", da, am, ak), ("B", db, bm, bk), ("D", dd, dm, dn) + tuple(dswz)]
+                           + [spec for spec in extra_dev if spec is not None])
+    addrs = _with_absent(addrs, extra_maps)
     args = tuple(np.uint64(x) for x in addrs) + (np.int32(k_tiles),) + tuple(extra)
     if cluster != (1, 1, 1) and resident is None:
         # a persistent grid of clusters: no more clusters than can be resident at once (not every
@@ -161,9 +170,15 @@ def tma_launch(kernel, grid, a, b, m, n, k, backend, policy, seed, trace, *, pla
         grid = (min(grid[0], cluster[0] * max(fit, 1)),) + tuple(grid[1:])
     run_on_gpu(kernel, grid, threads, args, plan=plan, cluster=cluster)
     cuda.synchronize()
-    del keep
+    del keep, extra_dev
     result = d_full.copy_to_host()[:, :n]
     if out is None:
         return result
     out[...] = result
     return out
+
+
+def _with_absent(addrs, extra_maps):
+    """The three maps' addresses, then one per entry of ``extra_maps`` (0 for None)."""
+    it = iter(addrs[3:])
+    return list(addrs[:3]) + [0 if spec is None else next(it) for spec in extra_maps]

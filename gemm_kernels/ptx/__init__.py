@@ -19,7 +19,7 @@ from .tma import (bulk_commit_group, bulk_wait_group_read0, bulk_wait_group_read
                   bulk_wait_group_read3, prefetch_tensormap, tma_load_2d,
                   tma_load_2d_cg2, tma_store_2d)
 from .warp import (cluster_arrive, cluster_wait, elect_sync, named_barrier_arrive,  # noqa: F401
-                   named_barrier_sync, pack_f16x2, set_warp_role, warp_uniform)
+                   named_barrier_sync, pack_bf16x2, pack_f16x2, set_warp_role, warp_uniform)
 from .probe import guard_note_base, guard_wait, guard_wait_cluster, timeline_stamp  # noqa: F401
 from .tcgen05_lowp import (tcgen05_cp_32x128b_warpx4, tcgen05_cp_32x128b_warpx4_cg2,  # noqa: F401
                            tcgen05_mma_f8f6f4, tcgen05_mma_f8f6f4_cg2, tcgen05_mma_mxf4nvf4,

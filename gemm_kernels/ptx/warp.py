@@ -99,6 +99,21 @@ def _pack_f16x2(lo, hi):
     return int(pair.view(np.uint32)[0])
 
 
+pack_bf16x2 = asm_op(
+    "pack_bf16x2", "cvt.rn.bf16x2.f32 {packed}, {hi}, {lo};",
+    results=(("packed", u32),), operands=(("lo", f32), ("hi", f32)), memory=False,
+    doc="Round two fp32 values to bf16 (round to nearest even) and pack them into one 32-bit "
+        "register, ``lo`` in bits 0-15 (step 11's BF16 D; PTX ISA cvt, .bf16x2 destination).")
+
+
+@twin(pack_bf16x2)
+def _pack_bf16x2(lo, hi):
+    import ml_dtypes
+
+    pair = np.array([lo, hi], dtype=np.float32).astype(ml_dtypes.bfloat16)
+    return int(pair.view(np.uint32)[0])
+
+
 def set_warp_role(typingctx, code):
     """Name this warp's role for traces (``gemm_kernels.trace.ROLES``). Emits no instruction."""
     sig = types.void(code)
