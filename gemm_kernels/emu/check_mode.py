@@ -11,6 +11,7 @@ completes at issue), ``lazy`` (as late as possible) and ``random`` with a few se
 """
 from __future__ import annotations
 
+import html
 import inspect
 from dataclasses import dataclass, field
 
@@ -103,8 +104,6 @@ class Verdict:
         return [(orders, outcome) for outcome, orders in out.items()]
 
     def _repr_html_(self):
-        import html
-
         groups = self.groups()
         first_orders, first = groups[0]
         head = (f"<p style='margin:0'><b>{html.escape(self.summary())}</b></p>"
@@ -126,8 +125,8 @@ class Verdict:
         """Display the verdict: in a notebook each distinct report once (orders that gave another
         behind a toggle); elsewhere printed, one line per distinct report."""
         try:
-            from IPython import get_ipython
-            from IPython.display import display
+            from IPython import get_ipython  # why inside: IPython is heavy and only a notebook needs it
+            from IPython.display import display  # (same)
 
             if get_ipython() is not None:
                 display(self)

@@ -55,7 +55,7 @@ _F8_CODES = (0, 1)
 def _dtypes():
     """The ml_dtypes types, imported when an MMA first needs them: gemm_kernels.ptx (every kernel)
     imports this module, and only step 11's kernels need the low-precision formats."""
-    import ml_dtypes
+    import ml_dtypes  # why inside: every kernel imports this module, only step 11's MMAs need the formats
 
     return {"f8": {0: ml_dtypes.float8_e4m3fn, 1: ml_dtypes.float8_e5m2}, "e2m1": ml_dtypes.float4_e2m1fn,
             "scale": {"ue8m0": ml_dtypes.float8_e8m0fnu, "ue4m3": ml_dtypes.float8_e4m3fn}}

@@ -80,6 +80,7 @@ def pipe_kernel(tmap, out, k_tiles, extra_tx):
             first = (STAGE0 + stage * BOX_BYTES) // 2 + c * PER_THREAD
             for i in range(PER_THREAD):
                 acc += float32(smem16[first + i])
+            ptx.fence_proxy_async()  # the stage's next write is a TMA load (async proxy): order these reads first
             ptx.mbarrier_arrive(base + EMPTY0 + 8 * stage)
             stage += 1
             if stage == DEPTH:
