@@ -66,9 +66,8 @@ class CheckedLoad:
 
     def __str__(self):
         verdict = self.problem or f"after a wait on {self.barrier} on every path"
-        kernel = re.search(r"gemm_v\d+_kernel", self.function)
-        where = kernel.group(0) if kernel else self.function
-        return f"{where} {self.address:05x} {self.text} ({self.region}): {verdict}"
+        # two short lines (the page is narrow): the instruction, then what the check found
+        return f"{self.address:05x} {self.text} ({self.region})\n        {verdict}"
 
 
 def _operands(text):
